@@ -1,0 +1,214 @@
+"""Built-in functors and comparisons as column operations over a binding table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernels.backend import INDEX, Backend
+
+from .ir import Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
+from .values import c_div, encode_scalar, float_decode, float_encode, int_pow, wrap
+
+# operand type of conversion functors (the result type is Call.type)
+_CONVERSION_ARG: dict[str, ColumnType] = {
+    "itou": "number", "itof": "number", "utoi": "unsigned", "utof": "unsigned",
+    "ftoi": "float", "ftou": "float",
+}
+STRING_FUNCTORS = {"cat", "strlen", "substr", "ord", "to_number", "to_string",
+                   "to_float", "to_unsigned"}
+
+
+def term_vars(t: Term) -> set[str]:
+    """Names of the variables a term reads."""
+    if isinstance(t, Var):
+        return {t.name}
+    if isinstance(t, Call):
+        out: set[str] = set()
+        for a in t.args:
+            out |= term_vars(a)
+        return out
+    return set()
+
+
+def const_value(c: Const, symbols: SymbolTable) -> int:
+    """The stored int64 value of a constant."""
+    if c.type == "symbol":
+        return int(symbols.encode(str(c.value)))
+    return encode_scalar(c.value, c.type)
+
+
+class ExprEvaluator:
+    """Evaluates terms on the columns of a binding table (dict var -> column)."""
+
+    def __init__(self, be: Backend, symbols: SymbolTable) -> None:
+        self.be = be
+        self.symbols = symbols
+
+    def term(self, t: Term, cols: dict[str, Any], n: int) -> tuple[Any, Any | None]:
+        """Column of values of ``t`` and a validity mask (None when always valid)."""
+        xp = self.be.xp
+        if isinstance(t, Var):
+            return cols[t.name], None
+        if isinstance(t, Const):
+            return xp.full(n, const_value(t, self.symbols), dtype=INDEX), None
+        return self._call(t, cols, n)
+
+    def _call(self, t: Call, cols: dict[str, Any], n: int) -> tuple[Any, Any | None]:
+        be, xp = self.be, self.be.xp
+        vals, valid = [], None
+        for a in t.args:
+            v, ok = self.term(a, cols, n)
+            vals.append(v)
+            valid = ok if valid is None else (valid if ok is None else valid & ok)
+        op, typ = t.op, t.type
+        if op in STRING_FUNCTORS:
+            arg_types = [_arg_type(a) for a in t.args]
+            host = [be.to_host(v) for v in vals]
+            out, ok = self.symbols.string_functor(op, host, arg_types, typ)
+            res = be.asarray(out)
+            if ok is not None:
+                ok = be.asarray(ok, dtype=bool)
+                valid = ok if valid is None else valid & ok
+            return res, valid
+        if op in _CONVERSION_ARG:
+            src = _CONVERSION_ARG[op]
+            v = vals[0]
+            if src == "float":
+                f = float_decode(be, v)
+                return wrap(be, xp.trunc(f).astype(INDEX), typ), None
+            if typ == "float":
+                return float_encode(be, v.astype(xp.float64)), valid
+            return wrap(be, v, typ), valid
+        if typ == "float":
+            fv = [float_decode(be, v) for v in vals]
+            return float_encode(be, self._float_op(op, fv)), valid
+        res, ok = self._int_op(op, vals, typ)
+        if ok is not None:
+            valid = ok if valid is None else valid & ok
+        return res, valid
+
+    def _float_op(self, op: str, v: list[Any]) -> Any:
+        xp = self.be.xp
+        if op == "+":
+            return v[0] + v[1]
+        if op == "-":
+            return v[0] - v[1]
+        if op == "*":
+            return v[0] * v[1]
+        if op == "/":
+            with _quiet(xp):
+                return v[0] / v[1]
+        if op == "^":
+            with _quiet(xp):
+                return xp.power(v[0], v[1])
+        if op == "neg":
+            return -v[0]
+        if op == "min":
+            return _fold(xp.minimum, v)
+        if op == "max":
+            return _fold(xp.maximum, v)
+        if op == "%":
+            return xp.fmod(v[0], v[1])
+        raise ProgramError(f"functor {op!r} is not defined on float")
+
+    def _int_op(self, op: str, v: list[Any], typ: ColumnType) -> tuple[Any, Any | None]:
+        be, xp = self.be, self.be.xp
+        signed = typ == "number"
+        if op == "+":
+            return wrap(be, v[0] + v[1], typ), None
+        if op == "-":
+            return wrap(be, v[0] - v[1], typ), None
+        if op == "*":
+            return wrap(be, v[0] * v[1], typ), None
+        if op in ("/", "%"):
+            q, ok = c_div(be, v[0], v[1])
+            if op == "/":
+                return wrap(be, q, typ), ok
+            return wrap(be, v[0] - q * xp.where(ok, v[1], 1), typ), ok
+        if op == "^":
+            return int_pow(be, v[0], v[1], typ), None
+        if op == "neg":
+            return wrap(be, -v[0], typ), None
+        if op == "min":
+            return _fold(xp.minimum, v), None
+        if op == "max":
+            return _fold(xp.maximum, v), None
+        u = [x & 0xFFFFFFFF for x in v]
+        if op == "band":
+            return wrap(be, u[0] & u[1], typ), None
+        if op == "bor":
+            return wrap(be, u[0] | u[1], typ), None
+        if op == "bxor":
+            return wrap(be, u[0] ^ u[1], typ), None
+        if op == "bnot":
+            return wrap(be, ~v[0], typ), None
+        if op == "bshl":
+            return wrap(be, u[0] << (v[1] & 63), typ), None
+        if op == "bshr":
+            src = v[0] if signed else u[0]
+            return wrap(be, src >> (v[1] & 63), typ), None
+        if op == "bshru":
+            return wrap(be, u[0] >> (v[1] & 63), typ), None
+        if op == "land":
+            return ((v[0] != 0) & (v[1] != 0)).astype(INDEX), None
+        if op == "lor":
+            return ((v[0] != 0) | (v[1] != 0)).astype(INDEX), None
+        if op == "lnot":
+            return (v[0] == 0).astype(INDEX), None
+        if op == "lxor":
+            return ((v[0] != 0) != (v[1] != 0)).astype(INDEX), None
+        raise ProgramError(f"unsupported functor {op!r}")
+
+    def compare(self, c: Compare, cols: dict[str, Any], n: int) -> Any:
+        """Boolean mask of the rows satisfying a comparison."""
+        xp = self.be.xp
+        a, va = self.term(c.left, cols, n)
+        b, vb = self.term(c.right, cols, n)
+        if c.type == "float":
+            a, b = float_decode(self.be, a), float_decode(self.be, b)
+        elif c.type == "symbol" and c.op not in ("=", "!="):
+            a, b = self._symbol_order(a), self._symbol_order(b)
+        mask = {
+            "=": xp.equal, "!=": xp.not_equal, "<": xp.less, "<=": xp.less_equal,
+            ">": xp.greater, ">=": xp.greater_equal,
+        }[c.op](a, b)
+        for v in (va, vb):
+            if v is not None:
+                mask &= v
+        return mask
+
+    def _symbol_order(self, ids: Any) -> Any:
+        """Order keys of symbols (lexicographic order of their text)."""
+        host = self.be.to_host(ids)
+        return self.be.asarray(self.symbols.order_keys(host))
+
+
+def _arg_type(t: Term) -> ColumnType:
+    if isinstance(t, Const):
+        return t.type
+    if isinstance(t, Call):
+        return t.type
+    return "symbol"  # refined by the symbol table from the functor signature
+
+
+def _fold(f: Any, vals: list[Any]) -> Any:
+    out = vals[0]
+    for v in vals[1:]:
+        out = f(out, v)
+    return out
+
+
+class _quiet:
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.old: Any = None
+
+    def __enter__(self) -> None:
+        import numpy as np
+
+        self.old = np.seterr(all="ignore")
+
+    def __exit__(self, *exc: object) -> None:
+        import numpy as np
+
+        np.seterr(**self.old)

@@ -1,0 +1,196 @@
+"""Logical rule layer: the program representation the engine evaluates.
+
+The host's parser lowers Datalog text to these plain data classes; the engine compiles
+them to columnar plans.  Nothing here knows about files or text beyond the source
+location carried for error messages.
+
+Conventions
+-----------
+* Every attribute has one of four base types: ``number`` (32-bit signed), ``unsigned``
+  (32-bit unsigned), ``float`` (32-bit IEEE) and ``symbol`` (dictionary-encoded string).
+* Disjunctions and multiple heads are expanded by the parser: a :class:`Rule` has exactly
+  one head atom and a conjunctive body.
+* An anonymous variable ``_`` is lowered to a fresh :class:`Var` whose name starts with
+  ``"_"``; a variable that occurs only in a negated atom is existential (don't-care).
+* A comparison ``x = expr`` whose left (or right) side is a variable not bound by any
+  positive atom binds that variable (Soufflé's binding equality).
+* Constant symbols are kept as Python ``str``; the engine encodes them through its
+  :class:`SymbolTable`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Union
+
+import numpy as np
+
+ColumnType = Literal["number", "unsigned", "float", "symbol"]
+COLUMN_TYPES: tuple[str, ...] = ("number", "unsigned", "float", "symbol")
+
+
+@dataclass(frozen=True)
+class Location:
+    """A position in a source file (1-based line and column)."""
+
+    file: str = "<input>"
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class ProgramError(Exception):
+    """An error in a program, reported as ``file:line:col: message``."""
+
+    def __init__(self, message: str, loc: Location | None = None) -> None:
+        self.message = message
+        self.loc = loc
+        super().__init__(f"{loc}: {message}" if loc is not None else message)
+
+
+# --- terms -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+    @property
+    def anonymous(self) -> bool:
+        return self.name.startswith("_")
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant; ``value`` is ``int`` for number/unsigned, ``float`` or ``str``."""
+
+    value: int | float | str
+    type: ColumnType
+
+
+@dataclass(frozen=True)
+class Call:
+    """An arithmetic, bitwise, logical or string functor application.
+
+    ``op`` is one of: ``+ - * / % ^`` (binary), ``neg`` (unary minus), ``band bor bxor
+    bshl bshr bshru bnot land lor lnot``, ``min max`` (n-ary), ``cat`` (n-ary),
+    ``strlen substr ord to_number to_string to_float to_unsigned itou itof utoi utof
+    ftoi ftou``.  ``type`` is the result type the parser inferred; operands of
+    arithmetic operators have that same type (conversions are explicit functors).
+    """
+
+    op: str
+    args: tuple[Term, ...]
+    type: ColumnType
+
+
+Term = Union[Var, Const, Call]  # noqa: UP007 (runtime alias, py3.10)
+
+
+# --- literals --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Atom:
+    relation: str
+    args: tuple[Term, ...]
+    loc: Location = field(default_factory=Location, compare=False)
+
+
+@dataclass(frozen=True)
+class Negation:
+    atom: Atom
+    loc: Location = field(default_factory=Location, compare=False)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right`` with ``op`` in ``= != < <= > >=``; ``type`` is the operand type."""
+
+    op: str
+    left: Term
+    right: Term
+    type: ColumnType
+    loc: Location = field(default_factory=Location, compare=False)
+
+
+Literal_ = Union[Atom, Negation, Compare]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class Rule:
+    head: Atom
+    body: tuple[Literal_, ...]
+    loc: Location = field(default_factory=Location, compare=False)
+
+    def __str__(self) -> str:
+        return f"{_fmt_atom(self.head)} :- {', '.join(_fmt_lit(b) for b in self.body)}."
+
+
+# --- relations and programs ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    attributes: tuple[tuple[str, ColumnType], ...]
+    representation: Literal["set", "eqrel"] = "set"
+    loc: Location = field(default_factory=Location, compare=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.attributes)
+
+    @property
+    def types(self) -> tuple[ColumnType, ...]:
+        return tuple(t for _, t in self.attributes)
+
+
+@dataclass
+class Program:
+    """Relations, rules and the facts written in the program text.
+
+    ``facts`` maps a relation to rows of constant Python values (str for symbols).
+    Facts whose arguments are constant expressions may also appear as body-less rules.
+    """
+
+    relations: dict[str, Relation] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    facts: dict[str, list[tuple]] = field(default_factory=dict)
+
+
+class SymbolTable(Protocol):
+    """Dictionary encoding of symbols; implemented on the host."""
+
+    def encode(self, symbol: str) -> int: ...
+
+    def encode_many(self, symbols: list[str] | np.ndarray) -> np.ndarray: ...
+
+    def decode_many(self, ids: np.ndarray) -> list[str]: ...
+
+
+# --- formatting (for stats and error messages) -----------------------------------------
+
+
+def fmt_term(t: Term) -> str:
+    if isinstance(t, Var):
+        return "_" if t.anonymous else t.name
+    if isinstance(t, Const):
+        return f'"{t.value}"' if t.type == "symbol" else str(t.value)
+    if t.op in {"+", "-", "*", "/", "%", "^"} and len(t.args) == 2:
+        return f"({fmt_term(t.args[0])} {t.op} {fmt_term(t.args[1])})"
+    return f"{t.op}({', '.join(fmt_term(a) for a in t.args)})"
+
+
+def _fmt_atom(a: Atom) -> str:
+    return f"{a.relation}({', '.join(fmt_term(x) for x in a.args)})"
+
+
+def _fmt_lit(lit: Literal_) -> str:
+    if isinstance(lit, Atom):
+        return _fmt_atom(lit)
+    if isinstance(lit, Negation):
+        return "!" + _fmt_atom(lit.atom)
+    return f"{fmt_term(lit.left)} {lit.op} {fmt_term(lit.right)}"

@@ -1,0 +1,235 @@
+"""Columnar relation storage: sorted, unique rows as int64 columns plus their row keys.
+
+A :class:`RowSet` is immutable once built: evaluation creates new versions (``I``,
+``I ∪ Δ``) and keeps the old one alive as long as a delta variant reads it.  Join
+indexes (rows sorted by other column subsets) are cached per version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernels import keys as K
+from kernels import sets as S
+from kernels.backend import INDEX, Backend
+
+
+@dataclass
+class JoinIndex:
+    """Rows of a RowSet filtered and sorted by key columns, ready for probing."""
+
+    sorted_keys: Any  # packed key of each selected row, ascending
+    rows: Any  # row ids into the RowSet, in key order
+    spec: K.KeySpec | None  # packing of the key columns; None = zero key columns or ranked
+    key_cols: tuple[Any, ...] | None = None  # ranked path: the sorted key columns
+
+
+@dataclass
+class RowSet:
+    """Sorted unique rows.  ``keys`` sort like the rows under ``spec`` (None: arity <= 1)."""
+
+    be: Backend
+    cols: tuple[Any, ...]
+    keys: Any
+    spec: K.KeySpec | None
+    n: int
+    _indexes: dict[Any, JoinIndex] = field(default_factory=dict, repr=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.cols)
+
+    def __len__(self) -> int:
+        return self.n
+
+    # --- construction ---------------------------------------------------------------
+
+    @staticmethod
+    def empty(be: Backend, arity: int) -> RowSet:
+        z = be.xp.zeros(0, dtype=INDEX)
+        return RowSet(be, tuple(z for _ in range(arity)), z, None, 0)
+
+    @staticmethod
+    def from_columns(be: Backend, cols: tuple[Any, ...], arity: int) -> RowSet:
+        """Build from (unsorted, possibly duplicated) columns."""
+        n = len(cols[0]) if cols else 0
+        if arity == 0:
+            m = 1 if n > 0 else 0
+            return RowSet(be, (), be.xp.zeros(m, dtype=INDEX), None, m)
+        if n == 0:
+            return RowSet.empty(be, arity)
+        spec = _spec_for(be, cols)
+        keys = _keys_with(be, cols, spec) if (spec is not None or arity == 1) else (
+            K.rank_rows(be, cols))
+        uk, first = S.sort_unique(be, keys)
+        return RowSet(be, S.take_rows(cols, first), uk, spec, len(uk))
+
+    # --- set operations -------------------------------------------------------------
+
+    def add(self, cols: tuple[Any, ...], n_rows: int | None = None,
+            return_counts: bool = False) -> tuple[RowSet, RowSet, Any]:
+        """``self ∪ rows``; returns (union, Δ = distinct rows not in self, counts).
+
+        With ``return_counts`` the third value is (positions of self's rows in the union
+        or None when unchanged, positions of the distinct input rows in the union, their
+        multiplicities), for counter maintenance.
+        ``n_rows`` is needed only for nullary relations (no columns to count).
+        """
+        be, xp = self.be, self.be.xp
+        arity = self.arity
+        if arity == 0:
+            n_in = int(n_rows or 0)
+            if n_in == 0:
+                return self, RowSet.empty(be, 0), None
+            one = RowSet(be, (), xp.zeros(1, dtype=INDEX), None, 1)
+            if self.n:
+                counts = (None, xp.zeros(1, dtype=INDEX), xp.full(1, n_in, dtype=INDEX))
+                return self, RowSet.empty(be, 0), counts
+            counts = (xp.zeros(0, dtype=INDEX), xp.zeros(1, dtype=INDEX),
+                      xp.full(1, n_in, dtype=INDEX))
+            return one, one, counts
+        if len(cols[0]) == 0:
+            return self, RowSet.empty(be, arity), None
+        me = self._covering(cols)
+        if arity > 1 and me.spec is None:  # ranked (general) path
+            ranks = K.rank_rows(be, [xp.concatenate([a, b]) for a, b in zip(me.cols, cols)])
+            me = RowSet(be, me.cols, ranks[: me.n], None, me.n)
+            keys = ranks[me.n:]
+        else:
+            keys = _keys_with(be, cols, me.spec)
+        packed = arity == 1 or me.spec is not None
+        if packed:  # value sort of the keys; the columns are unpacked from them
+            res = S.unique_keys(be, keys, return_counts)
+            uk, cnt = res if return_counts else (res, None)
+            first = None
+        elif return_counts:
+            from kernels.group import group_count
+
+            uk, first, cnt = group_count(be, keys)
+        else:
+            uk, first = S.sort_unique(be, keys)
+            cnt = None
+        new = ~S.isin_sorted(be, uk, me.keys)
+        dk = uk[new]
+        if first is None:
+            dcols = (dk,) if arity == 1 else K.unpack(be, dk, me.spec)
+        else:
+            dcols = S.take_rows(cols, first[new])
+        delta = RowSet(be, dcols, dk, me.spec, len(dk))
+        if len(dk) == 0:
+            union = me
+        else:
+            mk, mcols = S.merge_disjoint(be, me.keys, me.cols, dk, dcols)
+            union = RowSet(be, mcols, mk, me.spec, len(mk))
+        if not return_counts:
+            return union, delta, None
+        pos_old = S.merge_positions(be, me.keys, dk)[0] if len(dk) else None
+        return union, delta, (pos_old, xp.searchsorted(union.keys, uk), cnt)
+
+    def union(self, other: RowSet) -> tuple[RowSet, RowSet]:
+        """``self ∪ other`` and the rows of other that were new."""
+        u, d, _ = self.add(other.cols, n_rows=other.n)
+        return u, d
+
+    def minus(self, other: RowSet) -> RowSet:
+        """Rows of self not in other."""
+        if self.arity == 0:
+            return self if (self.n and not other.n) else RowSet.empty(self.be, 0)
+        if self.n == 0 or other.n == 0:
+            return self
+        a, b = K.joint_keys(self.be, self.cols, other.cols) if self.arity > 1 else (
+            self.cols[0], other.cols[0])
+        keep = ~S.isin_sorted(self.be, a, b)
+        cols = S.take_rows(self.cols, keep)
+        return RowSet(self.be, cols, self.keys[keep], self.spec, len(cols[0]))
+
+    def contains(self, cols: tuple[Any, ...]) -> Any:
+        """Mask: which of the given rows are in this set."""
+        xp = self.be.xp
+        n = len(cols[0]) if cols else 0
+        if self.arity == 0:
+            return xp.full(n, bool(self.n), dtype=bool)
+        if self.n == 0:
+            return xp.zeros(n, dtype=bool)
+        if self.arity == 1:
+            return S.isin_sorted(self.be, cols[0], self.keys)
+        if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
+            return S.isin_sorted(self.be, K.pack_probe(self.be, cols, self.spec), self.keys)
+        a, b = K.joint_keys(self.be, cols, self.cols)
+        return S.isin_sorted(self.be, a, b)
+
+    def _covering(self, cols: tuple[Any, ...]) -> RowSet:
+        """This set re-keyed, if needed, so that its spec also covers ``cols``."""
+        if self.arity == 1:
+            return self
+        mins, maxs = K.column_ranges(self.be, cols)
+        if self.spec is not None and self.spec.covers(mins, maxs):
+            return self
+        if self.n:
+            smin, smax = K.column_ranges(self.be, self.cols)
+            mins = [min(a, b) for a, b in zip(mins, smin)]
+            maxs = [max(a, b) for a, b in zip(maxs, smax)]
+        spec = K.make_spec(mins, maxs, headroom=1)
+        if spec is None:
+            return RowSet(self.be, self.cols, self.keys, None, self.n)  # ranked path
+        return RowSet(self.be, self.cols, K.pack(self.be, self.cols, spec), spec, self.n)
+
+    # --- join indexes ---------------------------------------------------------------
+
+    def index(self, key_pos: tuple[int, ...], consts: tuple[tuple[int, int], ...] = (),
+              equal: tuple[tuple[int, int], ...] = ()) -> JoinIndex:
+        """Rows with ``col[p] == v`` for consts and ``col[i] == col[j]`` for ``equal``,
+        sorted by the columns ``key_pos`` (cached per version)."""
+        ck = (key_pos, consts, equal)
+        hit = self._indexes.get(ck)
+        if hit is not None:
+            return hit
+        be, xp = self.be, self.be.xp
+        rows = None
+        if consts or equal:
+            mask = xp.ones(self.n, dtype=bool)
+            for p, v in consts:
+                mask &= self.cols[p] == v
+            for i, j in equal:
+                mask &= self.cols[i] == self.cols[j]
+            rows = xp.flatnonzero(mask).astype(INDEX)
+        kcols = [c if rows is None else c[rows] for c in (self.cols[p] for p in key_pos)]
+        nsel = self.n if rows is None else len(rows)
+        if not key_pos:
+            idx = JoinIndex(xp.zeros(nsel, dtype=INDEX),
+                            rows if rows is not None else xp.arange(nsel, dtype=INDEX), None)
+        else:
+            mins, maxs = K.column_ranges(be, kcols)
+            spec = K.make_spec(mins, maxs)
+            if spec is None:  # general path: the index keeps its key columns, ranked
+                order = S.argsort_keys(be, K.rank_rows(be, kcols))
+                base = rows if rows is not None else xp.arange(nsel, dtype=INDEX)
+                idx = JoinIndex(None, base[order], None, tuple(c[order] for c in kcols))
+                self._indexes[ck] = idx
+                return idx
+            kk = K.pack(be, kcols, spec)
+            prefix = key_pos == tuple(range(len(key_pos)))
+            if prefix:  # lexicographic order of the rows already sorts the prefix key
+                order = None
+            else:
+                order = S.argsort_keys(be, kk)
+                kk = kk[order]
+            base = rows if rows is not None else xp.arange(nsel, dtype=INDEX)
+            idx = JoinIndex(kk, base if order is None else base[order], spec)
+        self._indexes[ck] = idx
+        return idx
+
+
+def _spec_for(be: Backend, cols: tuple[Any, ...]) -> K.KeySpec | None:
+    if len(cols) <= 1:
+        return None
+    mins, maxs = K.column_ranges(be, cols)
+    return K.make_spec(mins, maxs, headroom=1)  # None: ranked path
+
+
+def _keys_with(be: Backend, cols: tuple[Any, ...], spec: K.KeySpec | None) -> Any:
+    if len(cols) == 1:
+        return cols[0]
+    assert spec is not None
+    return K.pack(be, cols, spec)

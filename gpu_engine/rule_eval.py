@@ -1,0 +1,246 @@
+"""Evaluation of one rule body over chosen relation versions, as columnar joins.
+
+A binding table maps variables to equally long columns; each row is a partial rule
+instance.  Positive atoms are joined one at a time (sort-merge join against a cached
+index of the atom's relation); comparisons, bindings ``x = expr`` and negations are
+applied as soon as their variables are bound.  The join order is chosen greedily at run
+time from the sizes of the inputs: the smallest atom connected to what is bound first.
+Rows are never deduplicated inside a rule, so the number of output rows is exactly the
+number of rule instances (derivations) — what the derivation counters need.
+Large joins are expanded in chunks and the rest of the plan runs chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernels import join as J
+from kernels import keys as K
+from kernels import sets as S
+from kernels.backend import INDEX, Backend
+
+from .expr import ExprEvaluator, const_value, term_vars
+from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
+from .rowset import JoinIndex, RowSet
+
+
+@dataclass
+class Bindings:
+    cols: dict[str, Any]
+    n: int
+
+
+@dataclass
+class RuleOutput:
+    """Head rows of one rule evaluation (unsorted, with duplicates) and their count."""
+
+    cols: tuple[Any, ...]
+    n: int
+
+
+class RuleEvaluator:
+    """Evaluates rule bodies on a backend; one instance per engine."""
+
+    def __init__(self, be: Backend, symbols: SymbolTable) -> None:
+        self.be = be
+        self.symbols = symbols
+        self.expr = ExprEvaluator(be, symbols)
+
+    # --- public -----------------------------------------------------------------------
+
+    def evaluate(self, rule: Rule, sources: list[RowSet], negated: dict[str, RowSet]
+                 ) -> list[RuleOutput]:
+        """Evaluate ``rule``; ``sources[i]`` is the version read by the i-th positive atom,
+        ``negated[name]`` the relation a negated atom tests against."""
+        atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+        filters = [lit for lit in rule.body if not isinstance(lit, Atom)]
+        if any(len(s) == 0 for s in sources):
+            return []
+        out: list[RuleOutput] = []
+        start = Bindings({}, 1)
+        self._run(rule, start, list(zip(atoms, sources)), filters, negated, out)
+        return out
+
+    # --- the plan, depth first over join chunks ---------------------------------------
+
+    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, RowSet]],
+             filters: list[Any], negated: dict[str, RowSet], out: list[RuleOutput]) -> None:
+        b, filters = self._apply_ready(b, filters, negated)
+        if b.n == 0:
+            return
+        if not atoms:
+            if filters:
+                raise ProgramError(f"cannot evaluate {filters[0]!r}: unbound variables", rule.loc)
+            self._emit(rule, b, out)
+            return
+        k = self._choose(b, atoms)
+        atom, src = atoms[k]
+        rest = atoms[:k] + atoms[k + 1:]
+        needed = _needed_vars(rule, rest, filters)
+        for nb in self._join(b, atom, src, needed):
+            if nb.n:
+                self._run(rule, nb, rest, filters, negated, out)
+
+    def _choose(self, b: Bindings, atoms: list[tuple[Atom, RowSet]]) -> int:
+        """Greedy join order: connected atoms first, then the smallest input."""
+        bound = b.cols.keys()
+
+        def score(item: tuple[int, tuple[Atom, RowSet]]) -> tuple[int, int]:
+            _, (atom, src) = item
+            vs = set().union(*(term_vars(t) for t in atom.args)) if atom.args else set()
+            connected = bool(vs & bound) or not vs or not bound
+            return (0 if connected else 1, len(src))
+
+        return min(enumerate(atoms), key=score)[0]
+
+    def _join(self, b: Bindings, atom: Atom, src: RowSet, needed: set[str]):
+        be = self.be
+        consts: list[tuple[int, int]] = []
+        equal: list[tuple[int, int]] = []
+        key_pos: list[int] = []
+        probe_cols: list[Any] = []
+        new_vars: dict[str, int] = {}
+        for p, t in enumerate(atom.args):
+            if isinstance(t, Const):
+                consts.append((p, const_value(t, self.symbols)))
+            elif isinstance(t, Var) and t.name in b.cols:
+                key_pos.append(p)
+                probe_cols.append(b.cols[t.name])
+            elif isinstance(t, Var):
+                if t.name in new_vars:
+                    equal.append((new_vars[t.name], p))
+                else:
+                    new_vars[t.name] = p
+            else:
+                raise ProgramError(f"functor argument in {atom.relation} was not normalised",
+                                   atom.loc)
+        idx = src.index(tuple(key_pos), tuple(consts), tuple(equal))
+        lo, counts = self._probe(idx, probe_cols, b.n)
+        keep_old = [v for v in b.cols if v in needed]
+        keep_new = [(v, p) for v, p in new_vars.items() if v in needed]
+        for pi, bpos in J.join_chunks(be, lo, counts):
+            rows = idx.rows[bpos]
+            cols = {v: b.cols[v][pi] for v in keep_old}
+            for v, p in keep_new:
+                cols[v] = src.cols[p][rows]
+            yield Bindings(cols, len(pi))
+
+    def _probe(self, idx: JoinIndex, probe_cols: list[Any], n: int) -> tuple[Any, Any]:
+        be, xp = self.be, self.be.xp
+        if not probe_cols:
+            m = len(idx.rows)
+            return xp.zeros(n, dtype=INDEX), xp.full(n, m, dtype=INDEX)
+        if idx.spec is not None:
+            return J.probe(be, K.pack_probe(be, probe_cols, idx.spec), idx.sorted_keys)
+        # ranked general path: rank probe and index keys jointly
+        assert idx.key_cols is not None
+        pk, ik = K.joint_keys(be, probe_cols, list(idx.key_cols))
+        return J.probe(be, pk, ik)
+
+    # --- filters ------------------------------------------------------------------------
+
+    def _apply_ready(self, b: Bindings, filters: list[Any], negated: dict[str, RowSet]
+                     ) -> tuple[Bindings, list[Any]]:
+        changed = True
+        while changed and b.n and filters:
+            changed = False
+            pending = []
+            for f in filters:
+                done, b = self._try_filter(f, b, negated)
+                changed |= done
+                if not done:
+                    pending.append(f)
+            filters = pending
+        return b, filters
+
+    def _try_filter(self, f: Any, b: Bindings, negated: dict[str, RowSet]
+                    ) -> tuple[bool, Bindings]:
+        bound = b.cols.keys()
+        if isinstance(f, Compare):
+            lv, rv = term_vars(f.left), term_vars(f.right)
+            if lv <= bound and rv <= bound:
+                return True, _select(b, self.expr.compare(f, b.cols, b.n))
+            if f.op == "=":
+                for var, other, ov in ((f.left, f.right, rv), (f.right, f.left, lv)):
+                    if isinstance(var, Var) and var.name not in bound and ov <= bound:
+                        col, ok = self.expr.term(other, b.cols, b.n)
+                        nb = Bindings({**b.cols, var.name: col}, b.n)
+                        return True, (nb if ok is None else _select(nb, ok))
+            return False, b
+        assert isinstance(f, Negation)
+        atom = f.atom
+        named = {v for t in atom.args for v in term_vars(t) if not v.startswith("_")}
+        if not named <= bound:
+            return False, b
+        return True, _select(b, ~self._member(atom, b, negated[atom.relation]))
+
+    def _member(self, atom: Atom, b: Bindings, rel: RowSet) -> Any:
+        """Mask of binding rows for which the (existentially closed) atom holds."""
+        consts, equal, key_pos, probe = [], [], [], []
+        anon: dict[str, int] = {}
+        valid = None
+        for p, t in enumerate(atom.args):
+            if isinstance(t, Const):
+                consts.append((p, const_value(t, self.symbols)))
+            elif isinstance(t, Var) and t.name in b.cols:
+                key_pos.append(p)
+                probe.append(b.cols[t.name])
+            elif isinstance(t, Var):
+                if t.name in anon:
+                    equal.append((anon[t.name], p))
+                else:
+                    anon[t.name] = p
+            else:
+                col, ok = self.expr.term(t, b.cols, b.n)
+                key_pos.append(p)
+                probe.append(col)
+                valid = ok if valid is None else valid & ok
+        if len(rel) == 0:
+            return self.be.xp.zeros(b.n, dtype=bool)
+        idx = rel.index(tuple(key_pos), tuple(consts), tuple(equal))
+        _, counts = self._probe(idx, probe, b.n)
+        hit = counts > 0
+        return hit if valid is None else hit & valid
+
+    # --- head ---------------------------------------------------------------------------
+
+    def _emit(self, rule: Rule, b: Bindings, out: list[RuleOutput]) -> None:
+        cols, valid = [], None
+        for t in rule.head.args:
+            col, ok = self.expr.term(t, b.cols, b.n)
+            cols.append(col)
+            if ok is not None:
+                valid = ok if valid is None else valid & ok
+        if valid is not None:
+            cols = [c[valid] for c in cols]
+            n = int(valid.sum())
+        else:
+            n = b.n
+        if n:
+            out.append(RuleOutput(tuple(self.be.xp.ascontiguousarray(c) for c in cols), n))
+
+
+def _select(b: Bindings, mask: Any) -> Bindings:
+    idx = mask.nonzero()[0]
+    return Bindings({v: c[idx] for v, c in b.cols.items()}, len(idx))
+
+
+def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RowSet]], filters: list[Any]) -> set[str]:
+    """Variables still read by the remaining atoms, filters or the head."""
+    need: set[str] = set()
+    for t in rule.head.args:
+        need |= term_vars(t)
+    for a, _ in atoms:
+        for t in a.args:
+            need |= term_vars(t)
+    for f in filters:
+        if isinstance(f, Compare):
+            need |= term_vars(f.left) | term_vars(f.right)
+        else:
+            for t in f.atom.args:
+                need |= term_vars(t)
+    return need
+
+
+__all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "S", "Call"]

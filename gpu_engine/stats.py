@@ -1,0 +1,58 @@
+"""Statistics of a materialisation: per stratum and per rule."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .ir import Location
+
+
+@dataclass
+class RuleStats:
+    rule: str
+    loc: Location
+    seconds: float = 0.0
+    evaluations: int = 0  # rule (variant) evaluations
+    derivations: int = 0  # rule instances (output rows before deduplication)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["loc"] = str(self.loc)
+        return d
+
+
+@dataclass
+class StratumStats:
+    index: int
+    relations: list[str]
+    recursive: bool
+    seconds: float = 0.0
+    iterations: int = 0
+    facts: int = 0  # facts added by this stratum's rules
+    derivations: int = 0
+    rules: list[RuleStats] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["rules"] = [r.to_dict() for r in self.rules]
+        return d
+
+
+@dataclass
+class MaterialisationStats:
+    device: str
+    seconds: float = 0.0
+    facts: int = 0  # all facts in the materialisation (explicit and derived)
+    derivations: int = 0
+    peak_device_bytes: int = 0
+    strata: list[StratumStats] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "device": self.device,
+            "seconds": self.seconds,
+            "facts": self.facts,
+            "derivations": self.derivations,
+            "peak_device_bytes": self.peak_device_bytes,
+            "strata": [s.to_dict() for s in self.strata],
+        }

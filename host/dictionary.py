@@ -1,0 +1,149 @@
+"""Symbol dictionary: strings <-> dense integer ids, encoded in bulk with Arrow kernels.
+
+Bulk encoding dictionary-encodes the batch (Arrow, in C++), looks its distinct values up
+with ``pyarrow.compute.index_in`` and appends the unseen ones, so no Python loop runs
+over the rows.  Ids are assigned in first-seen order and never change, so a stored
+materialisation stays valid as the dictionary grows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class SymbolTable:
+    """The dictionary of one reasoner (implements ``gpu_engine.ir.SymbolTable``)."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._chunks: list[pa.Array] = []
+        self._values: pa.Array | None = pa.array([], type=pa.string())
+        self._order: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    # --- encoding -------------------------------------------------------------------
+
+    def encode(self, symbol: str) -> int:
+        sid = self._index.get(symbol)
+        if sid is None:
+            sid = len(self._index)
+            self._index[symbol] = sid
+            self._chunks.append(pa.array([symbol], type=pa.string()))
+            self._values = None
+            self._order = None
+        return sid
+
+    def encode_many(self, symbols: Any) -> np.ndarray:
+        """Encode a list, NumPy array or Arrow (chunked) array of strings."""
+        arr = symbols
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if not isinstance(arr, pa.Array):
+            arr = pa.array(np.asarray(arr, dtype=object).tolist(), type=pa.string())
+        if arr.type != pa.string():
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.cast(pa.dictionary(arr.type.index_type, pa.string()))
+            arr = arr.cast(pa.string()) if not pa.types.is_dictionary(arr.type) else arr
+        if arr.null_count:
+            raise ValueError("symbol column contains nulls")
+        enc = arr if pa.types.is_dictionary(arr.type) else arr.dictionary_encode()
+        uniq: pa.Array = enc.dictionary
+        indices = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        known = pc.index_in(uniq, value_set=self.values()) if len(self._index) else None
+        ids = np.empty(len(uniq), dtype=np.int64)
+        if known is None:
+            new_mask = np.ones(len(uniq), dtype=bool)
+        else:
+            new_mask = known.is_null().to_numpy(zero_copy_only=False)
+            ids[~new_mask] = known.filter(pc.invert(known.is_null())).to_numpy()
+        new_vals = uniq.filter(pa.array(new_mask))
+        if len(new_vals):
+            start = len(self._index)
+            ids[new_mask] = np.arange(start, start + len(new_vals), dtype=np.int64)
+            self._index.update(zip(new_vals.to_pylist(), range(start, start + len(new_vals))))
+            self._chunks.append(new_vals)
+            self._values = None
+            self._order = None
+        return ids[indices]
+
+    # --- decoding -------------------------------------------------------------------
+
+    def values(self) -> pa.Array:
+        """All symbols in id order."""
+        if self._values is None:
+            self._values = (pa.concat_arrays(self._chunks) if self._chunks
+                            else pa.array([], type=pa.string()))
+            self._chunks = [self._values]
+        return self._values
+
+    def decode_arrow(self, ids: np.ndarray) -> pa.Array:
+        return self.values().take(pa.array(np.asarray(ids, dtype=np.int64)))
+
+    def decode_many(self, ids: np.ndarray) -> list[str]:
+        return self.decode_arrow(ids).to_pylist()
+
+    def order_keys(self, ids: np.ndarray) -> np.ndarray:
+        """Rank of each symbol in the lexicographic order of all symbols."""
+        if self._order is None or len(self._order) != len(self._index):
+            order = pc.sort_indices(self.values()).to_numpy()
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            self._order = rank
+        return self._order[np.asarray(ids, dtype=np.int64)]
+
+    # --- string functors (host side: over the distinct argument tuples only) ----------
+
+    def string_functor(self, op: str, args: list[np.ndarray], arg_types: list[str],
+                       result_type: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """Apply a string functor to argument columns; returns (values, valid mask)."""
+        if op == "ord":  # the symbol's ordinal: its dictionary id
+            return np.asarray(args[0], dtype=np.int64), None
+        stacked = np.stack([np.asarray(a, dtype=np.int64) for a in args], axis=1)
+        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        sig = _SIGNATURES[op]
+        decoded = [self.decode_many(uniq[:, i]) if t == "symbol" else uniq[:, i].tolist()
+                   for i, t in enumerate(sig[: len(args)] if op != "cat" else ["symbol"] * len(args))]
+        results: list[Any] = []
+        valid = np.ones(len(uniq), dtype=bool)
+        for k, row in enumerate(zip(*decoded)):
+            try:
+                results.append(_apply(op, row))
+            except (ValueError, IndexError):
+                results.append(0 if result_type != "symbol" else "")
+                valid[k] = False
+        if result_type == "symbol":
+            out = self.encode_many(pa.array([str(r) for r in results], type=pa.string()))
+        else:
+            out = np.asarray(results, dtype=np.int64)
+        inv = inverse.reshape(-1)
+        return out[inv], (None if valid.all() else valid[inv])
+
+
+_SIGNATURES: dict[str, list[str]] = {
+    "cat": [], "strlen": ["symbol"], "ord": ["symbol"], "to_number": ["symbol"],
+    "to_unsigned": ["symbol"], "to_float": ["symbol"], "to_string": ["number"],
+    "substr": ["symbol", "number", "number"],
+}
+
+
+def _apply(op: str, row: tuple) -> Any:
+    if op == "cat":
+        return "".join(row)
+    if op == "strlen":
+        return len(row[0])
+    if op in ("to_number", "to_unsigned"):
+        return int(row[0].strip())
+    if op == "to_string":
+        return str(int(row[0]))
+    if op == "substr":
+        s, i, n = row
+        if i < 0 or n < 0 or i > len(s):
+            raise ValueError("substr out of range")
+        return s[i: i + n]
+    raise ValueError(op)

@@ -1,0 +1,343 @@
+"""Builds the surface syntax tree (:mod:`host.dl_syntax`) from lark's LALR reductions.
+
+The builder runs inside the parser (lark's internal transformer), so an unsupported
+construct is reported as soon as it is reduced, at its own location, before any later
+syntax error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Token, Transformer
+
+from gpu_engine.ir import Location, ProgramError
+from host.dl_syntax import (
+    DeclStmt,
+    IOStmt,
+    Named,
+    NoteStmt,
+    RuleStmt,
+    SAnd,
+    SAtom,
+    SBool,
+    SCall,
+    SCast,
+    SCmp,
+    SNot,
+    SNum,
+    SOr,
+    SStr,
+    STerm,
+    SVar,
+    SWild,
+    TypeStmt,
+)
+
+_ESCAPES = {
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+}
+
+_BINOPS = {"PLUS": "+", "MINUS": "-", "STAR": "*", "SLASH": "/", "PERCENT": "%", "CARET": "^"}
+
+# binding strength of the left-associative binary operators (as in Soufflé's grammar)
+_PRECEDENCE = {
+    "LOR": 1,
+    "LXOR": 2,
+    "LAND": 3,
+    "BOR": 4,
+    "BXOR": 5,
+    "BAND": 6,
+    "BSHL": 7,
+    "BSHR": 7,
+    "BSHRU": 7,
+    "PLUS": 8,
+    "MINUS": 8,
+    "STAR": 9,
+    "SLASH": 9,
+    "PERCENT": 9,
+}
+
+_UNSUPPORTED_TERMS = {
+    "AT": "user-defined functors (@name) are not supported",
+    "LSQB": "records ([...]) are not supported",
+    "DOLLAR": "algebraic data types and counters ($) are not supported",
+    "NIL": "records (nil) are not supported",
+    "AUTOINC": "autoinc() is not supported",
+}
+
+_UNSUPPORTED_DIRECTIVES = {
+    ".functor": "user-defined functor declarations (.functor) are not supported",
+    ".comp": "components (.comp) are not supported",
+    ".init": "component instantiation (.init) is not supported",
+    ".override": "component overrides (.override) are not supported",
+}
+
+
+def decode_string(raw: str, loc: Location) -> str:
+    """Resolve the escapes of a string literal written with its quotes."""
+    body = raw[1:-1]
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            esc = body[i + 1]
+            if esc not in _ESCAPES:
+                raise ProgramError(f"unknown escape sequence '\\{esc}' in string literal", loc)
+            out.append(_ESCAPES[esc])
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def parse_number(text: str, loc: Location) -> SNum:
+    """Classify and evaluate a numeric literal token."""
+    if text.startswith(("0x", "0b")):
+        unsigned = text.endswith("u")
+        digits = text[2:-1] if unsigned else text[2:]
+        value = int(digits, 16 if text[1] == "x" else 2)
+        return SNum(value, "uint" if unsigned else "int", text, loc, based=True)
+    if text.count(".") == 3:
+        parts = [int(p) for p in text.split(".")]
+        if any(p > 255 for p in parts):
+            raise ProgramError(f"IPv4 address {text} out of range", loc)
+        value = (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
+        return SNum(value, "int", text, loc, based=True)
+    if "." in text:
+        return SNum(float(text), "float", text, loc)
+    if text.endswith("u"):
+        return SNum(int(text[:-1]), "uint", text, loc)
+    return SNum(int(text), "int", text, loc)
+
+
+class Builder(Transformer):
+    """Callbacks named after the grammar rules; ``filename`` is set before each parse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filename = "<input>"
+
+    def _loc(self, tok: Token) -> Location:
+        return Location(self.filename, tok.line or 0, tok.column or 0)
+
+    def _named(self, tok: Token) -> Named:
+        return Named(str(tok), self._loc(tok))
+
+    # ---- program and declarations -----------------------------------------------------
+
+    def start(self, children: list[Any]) -> list[Any]:
+        return [c for c in children if c is not None]
+
+    def decl(self, children: list[Any]) -> DeclStmt:
+        kw, names, attributes, *qualifiers = children
+        return DeclStmt(tuple(names), tuple(attributes or ()), tuple(qualifiers), self._loc(kw))
+
+    def ident_list(self, children: list[Token]) -> tuple[Named, ...]:
+        return tuple(self._named(t) for t in children)
+
+    def attributes(self, children: list[tuple[Named, Named]]) -> tuple[tuple[Named, Named], ...]:
+        return tuple(children)
+
+    def attribute(self, children: list[Token]) -> tuple[Named, Named]:
+        return self._named(children[0]), self._named(children[1])
+
+    def qualifier(self, children: list[Token]) -> Named:
+        tok = children[0]
+        if tok.type == "CHOICE_DOMAIN":
+            raise ProgramError("choice-domain is not supported", self._loc(tok))
+        return self._named(tok)
+
+    def subtype_decl(self, children: list[Token]) -> TypeStmt:
+        _, name, _, base = children
+        return TypeStmt("subtype", self._named(name), (self._named(base),))
+
+    def union_decl(self, children: list[Token]) -> TypeStmt:
+        return TypeStmt(
+            "union", self._named(children[1]), tuple(self._named(t) for t in children[2:])
+        )
+
+    def record_decl(self, children: list[Any]) -> None:
+        raise ProgramError(f"record type '{children[1]}' is not supported", self._loc(children[1]))
+
+    def adt_decl(self, children: list[Any]) -> None:
+        raise ProgramError(
+            f"algebraic data type '{children[1]}' is not supported", self._loc(children[1])
+        )
+
+    def adt_branch(self, children: list[Any]) -> None:
+        return None
+
+    def legacy_type_decl(self, children: list[Token]) -> TypeStmt:
+        kw, name = children
+        base = "number" if kw.type == "NUMBER_TYPE" else "symbol"
+        return TypeStmt("base", self._named(name), (Named(base, self._loc(kw)),))
+
+    # ---- directives -------------------------------------------------------------------
+
+    def io_kind(self, children: list[Token]) -> Token:
+        tok = children[0]
+        if tok.type == "LIMITSIZE_D":
+            raise ProgramError(".limitsize is not supported", self._loc(tok))
+        return tok
+
+    def io_directive(self, children: list[Any]) -> IOStmt:
+        kind, names, params = children
+        return IOStmt(str(kind)[1:], tuple(names), dict(params or {}))
+
+    def io_params(self, children: list[Any]) -> dict[str, str]:
+        return dict(c for c in children if c is not None)
+
+    def key_value(self, children: list[Token]) -> tuple[str, str]:
+        key, value = children
+        if value.type == "STRING":
+            return str(key), decode_string(str(value), self._loc(value))
+        return str(key), str(value)
+
+    def plan(self, children: list[Any]) -> NoteStmt:
+        return NoteStmt(
+            "ignored .plan (the engine chooses its own join order)", self._loc(children[0])
+        )
+
+    def plan_item(self, children: list[Any]) -> None:
+        return None
+
+    def pragma(self, children: list[Any]) -> NoteStmt:
+        kw, *args = children
+        text = " ".join(str(a) for a in args if a is not None)
+        return NoteStmt(f"ignored .pragma {text}", self._loc(kw))
+
+    def unsupported_directive(self, children: list[Token]) -> None:
+        tok = children[0]
+        raise ProgramError(_UNSUPPORTED_DIRECTIVES[str(tok)], self._loc(tok))
+
+    # ---- clauses ----------------------------------------------------------------------
+
+    def fact(self, children: list[SAtom]) -> RuleStmt:
+        return RuleStmt((children[0],), None, children[0].loc)
+
+    def rule(self, children: list[Any]) -> RuleStmt:
+        heads = tuple(c for c in children[:-2])
+        return RuleStmt(heads, children[-1], heads[0].loc)
+
+    def disjunction(self, children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else SOr(tuple(children))
+
+    def conjunction(self, children: list[Any]) -> Any:
+        return children[0] if len(children) == 1 else SAnd(tuple(children))
+
+    def negation(self, children: list[Any]) -> SNot:
+        return SNot(children[1], self._loc(children[0]))
+
+    def group(self, children: list[Any]) -> Any:
+        return children[1]
+
+    def comparison(self, children: list[Any]) -> SCmp:
+        left, op, right = children
+        return SCmp(str(op), left, right, left.loc, self._loc(op))
+
+    def cmp_op(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def boolean(self, children: list[Token]) -> SBool:
+        return SBool(children[0].type == "TRUE", self._loc(children[0]))
+
+    def string_constraint(self, children: list[Any]) -> None:
+        tok = children[0]
+        raise ProgramError(f"the '{tok}' constraint is not supported", self._loc(tok))
+
+    def atom(self, children: list[Any]) -> SAtom:
+        name, args = children
+        return SAtom(str(name), tuple(args or ()), self._loc(name))
+
+    def args(self, children: list[STerm]) -> tuple[STerm, ...]:
+        return tuple(children)
+
+    # ---- terms ------------------------------------------------------------------------
+
+    def binop(self, children: list[Any]) -> SCall:
+        left, op, right = children
+        name = _BINOPS.get(op.type, str(op))
+        return SCall(name, (left, right), left.loc, self._loc(op))
+
+    def expr(self, children: list[Any]) -> STerm:
+        """Group ``operand (op operand)*`` by operator precedence (shunting-yard)."""
+        operands: list[STerm] = [children[0]]
+        pending: list[Token] = []
+        for i in range(1, len(children), 2):
+            op, rhs = children[i], children[i + 1]
+            while pending and _PRECEDENCE[pending[-1].type] >= _PRECEDENCE[op.type]:
+                self._reduce(operands, pending.pop())
+            pending.append(op)
+            operands.append(rhs)
+        while pending:
+            self._reduce(operands, pending.pop())
+        return operands[0]
+
+    def _reduce(self, operands: list[STerm], op: Token) -> None:
+        right = operands.pop()
+        left = operands.pop()
+        operands.append(self.binop([left, op, right]))
+
+    def prefix(self, children: list[Any]) -> STerm:
+        op, arg = children
+        loc = self._loc(op)
+        if op.type == "MINUS":
+            if isinstance(arg, SNum) and not arg.negated:
+                return SNum(-arg.value, arg.kind, "-" + arg.text, loc, arg.based, True)
+            return SCall("neg", (arg,), loc, loc)
+        return SCall(str(op), (arg,), loc, loc)
+
+    def number(self, children: list[Token]) -> SNum:
+        return parse_number(str(children[0]), self._loc(children[0]))
+
+    def string(self, children: list[Token]) -> SStr:
+        loc = self._loc(children[0])
+        return SStr(decode_string(str(children[0]), loc), loc)
+
+    def variable(self, children: list[Token]) -> STerm:
+        tok = children[0]
+        if tok == "_":
+            return SWild(self._loc(tok))
+        return SVar(str(tok), self._loc(tok))
+
+    def paren(self, children: list[Any]) -> STerm:
+        return children[1]
+
+    def functor_name(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def functor(self, children: list[Any]) -> SCall:
+        name, args = children
+        loc = self._loc(name)
+        if name.type == "RANGE":
+            raise ProgramError("the 'range' functor is not supported", loc)
+        return SCall(str(name), tuple(args or ()), loc, loc)
+
+    def cast(self, children: list[Any]) -> SCast:
+        kw, arg, type_name = children
+        return SCast(arg, str(type_name), self._loc(kw), self._loc(type_name))
+
+    def unsupported_term(self, children: list[Any]) -> None:
+        tok = children[0]
+        raise ProgramError(_UNSUPPORTED_TERMS[tok.type], self._loc(tok))
+
+    def aggregator(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def aggregate(self, children: list[Any]) -> None:
+        tok = children[0]
+        raise ProgramError(f"aggregates ('{tok}') are not supported", self._loc(tok))

@@ -1,0 +1,187 @@
+"""Program-level lowering: declarations, directives, disjunctive expansion, facts and rules.
+
+Relations and types may be declared after their first use (as in Soufflé), so all
+declarations are read first; statements are then lowered in source order.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from gpu_engine import ir
+from gpu_engine.ir import Const, Location, ProgramError
+from host.dl_result import Directive, ParsedProgram
+from host.dl_syntax import (
+    DeclStmt,
+    IOStmt,
+    NoteStmt,
+    RuleStmt,
+    SAnd,
+    SAtom,
+    SBool,
+    SCmp,
+    SFormula,
+    SLiteral,
+    SNegAtom,
+    SNot,
+    SOr,
+    Statement,
+    TypeStmt,
+)
+from host.dl_typecheck import ClauseTyper
+from host.dl_types import TypeEnv
+
+MAX_DISJUNCTS = 4096  # rules one clause may expand to
+
+_NEGATED_CMP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_REPRESENTATIONS = ("eqrel", "brie", "btree", "btree_delete")
+_IO_QUALIFIERS = ("input", "output", "printsize")
+
+
+def expand_body(
+    f: SFormula, negated: bool = False, neg_loc: Location | None = None
+) -> list[list[SLiteral]]:
+    """Disjunctive normal form of a body: a list of conjunctions (negation pushed inward)."""
+    if isinstance(f, SAtom):
+        return [[SNegAtom(f, neg_loc or f.loc)]] if negated else [[f]]
+    if isinstance(f, SCmp):
+        if not negated:
+            return [[f]]
+        return [[SCmp(_NEGATED_CMP[f.op], f.left, f.right, f.loc, f.op_loc)]]
+    if isinstance(f, SBool):
+        return [[]] if f.value != negated else []
+    if isinstance(f, SNot):
+        return expand_body(f.inner, not negated, f.loc)
+    parts = [expand_body(item, negated, neg_loc) for item in f.items]
+    conjunctive = isinstance(f, SAnd) != negated  # De Morgan swaps and/or under negation
+    if not conjunctive:
+        return [conj for part in parts for conj in part]
+    size = 1
+    for part in parts:
+        size *= len(part)
+    if size > MAX_DISJUNCTS:
+        raise ProgramError(
+            f"the rule body expands to {size} disjuncts (limit {MAX_DISJUNCTS})", _first_loc(f)
+        )
+    return [[lit for conj in combo for lit in conj] for combo in product(*parts)]
+
+
+def _first_loc(f: SFormula) -> Location:
+    while isinstance(f, (SAnd, SOr)):
+        f = f.items[0]
+    return f.loc
+
+
+class Lowering:
+    """Lowers a list of statements to a :class:`ParsedProgram`."""
+
+    def __init__(self, statements: list[Statement]) -> None:
+        self.statements = statements
+        self.types = TypeEnv([s for s in statements if isinstance(s, TypeStmt)])
+        self.program = ir.Program()
+        self.directives: list[Directive] = []
+        self.notes: list[str] = []
+        self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
+
+    def run(self) -> ParsedProgram:
+        """Lower every statement, declarations first."""
+        for stmt in self.statements:
+            if isinstance(stmt, DeclStmt):
+                self._declare(stmt)
+        for stmt in self.statements:
+            if isinstance(stmt, DeclStmt):
+                directives, notes = self._decl_extras[id(stmt)]
+                self.directives.extend(directives)
+                self.notes.extend(notes)
+            elif isinstance(stmt, IOStmt):
+                self._io(stmt)
+            elif isinstance(stmt, RuleStmt):
+                self._clause(stmt)
+            elif isinstance(stmt, NoteStmt):
+                self.notes.append(f"{stmt.loc}: {stmt.text}")
+        return ParsedProgram(self.program, self.directives, self.notes)
+
+    # ---- declarations -----------------------------------------------------------------
+
+    def _declare(self, stmt: DeclStmt) -> None:
+        seen: dict[str, Location] = {}
+        attributes = []
+        for attr, type_name in stmt.attributes:
+            if attr.name in seen:
+                raise ProgramError(f"attribute '{attr.name}' declared twice", attr.loc)
+            seen[attr.name] = attr.loc
+            attributes.append((attr.name, self.types.base(type_name)))
+        representation = "set"
+        chosen = None
+        directives: list[Directive] = []
+        notes: list[str] = []
+        names = ", ".join(n.name for n in stmt.names)
+        for q in stmt.qualifiers:
+            if q.name in _REPRESENTATIONS:
+                if chosen is not None:
+                    raise ProgramError(
+                        f"more than one representation qualifier ('{chosen}' and '{q.name}')", q.loc
+                    )
+                chosen = q.name
+                if q.name == "eqrel":
+                    representation = "eqrel"
+                    self._check_eqrel(stmt, attributes, q.loc)
+                else:
+                    notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
+            elif q.name in _IO_QUALIFIERS:
+                directives.extend(Directive(q.name, n.name, {}, q.loc) for n in stmt.names)  # type: ignore[arg-type]
+            else:
+                notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
+        relations = self.program.relations
+        for n in stmt.names:
+            if n.name in relations:
+                first = relations[n.name].loc
+                raise ProgramError(
+                    f"relation '{n.name}' redeclared (first declared at {first})", n.loc
+                )
+            relations[n.name] = ir.Relation(n.name, tuple(attributes), representation, n.loc)  # type: ignore[arg-type]
+        self._decl_extras[id(stmt)] = (directives, notes)
+
+    @staticmethod
+    def _check_eqrel(stmt: DeclStmt, attributes: list[tuple[str, str]], loc: Location) -> None:
+        name = stmt.names[0].name
+        if len(attributes) != 2:
+            raise ProgramError(
+                f"eqrel relation '{name}' must be binary, but it has arity {len(attributes)}", loc
+            )
+        (_, a), (_, b) = attributes
+        if a != b:
+            raise ProgramError(
+                f"eqrel relation '{name}' needs two attributes of the same type, not {a} and {b}",
+                loc,
+            )
+
+    # ---- directives and clauses -------------------------------------------------------
+
+    def _io(self, stmt: IOStmt) -> None:
+        for n in stmt.names:
+            if n.name not in self.program.relations:
+                raise ProgramError(f"undeclared relation '{n.name}' in .{stmt.kind}", n.loc)
+            self.directives.append(Directive(stmt.kind, n.name, dict(stmt.params), n.loc))  # type: ignore[arg-type]
+
+    def _clause(self, stmt: RuleStmt) -> None:
+        bodies = [[]] if stmt.body is None else expand_body(stmt.body)
+        if not bodies:
+            self.notes.append(f"{stmt.loc}: the rule can never fire (its body is false)")
+        for head in stmt.heads:
+            for body in bodies:
+                try:
+                    lowered = ClauseTyper(head, body, self.program.relations, self.types).lower()
+                except RecursionError:
+                    raise ProgramError("expression nested too deeply", head.loc) from None
+                if lowered is None:
+                    self.notes.append(
+                        f"{stmt.loc}: the rule can never fire (a comparison is false)"
+                    )
+                    continue
+                h, b = lowered
+                if not b and all(isinstance(a, Const) for a in h.args):
+                    row = tuple(a.value for a in h.args)  # type: ignore[union-attr]
+                    self.program.facts.setdefault(h.relation, []).append(row)
+                else:
+                    self.program.rules.append(ir.Rule(h, tuple(b), head.loc))

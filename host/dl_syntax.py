@@ -1,0 +1,185 @@
+"""Surface syntax tree of a Datalog program, as written, with source locations.
+
+The builder (:mod:`host.dl_builder`) produces these nodes while parsing; the lowering
+(:mod:`host.dl_lower`) checks them and turns them into :mod:`gpu_engine.ir`.  Unlike the
+IR, every node keeps its :class:`~gpu_engine.ir.Location` so that errors can point at the
+offending token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpu_engine.ir import Location
+
+# --- terms -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SVar:
+    """A named variable (``x``, ``_x``)."""
+
+    name: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SWild:
+    """The anonymous variable ``_``."""
+
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SNum:
+    """A numeric literal; ``kind`` is its lexical kind, ``value`` already negated if needed.
+
+    ``int`` literals are polymorphic (number, unsigned or float by context); ``based`` is
+    true for hexadecimal, binary and IPv4 literals, which may use all 32 bits.
+    """
+
+    value: int | float
+    kind: Literal["int", "uint", "float"]
+    text: str
+    loc: Location
+    based: bool = False
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class SStr:
+    """A string literal with escapes resolved."""
+
+    value: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SCall:
+    """An operator or functor application; ``op_loc`` is where the operator is written."""
+
+    op: str
+    args: tuple[STerm, ...]
+    loc: Location
+    op_loc: Location
+
+
+@dataclass(frozen=True)
+class SCast:
+    """``as(arg, type_name)``."""
+
+    arg: STerm
+    type_name: str
+    loc: Location
+    type_loc: Location
+
+
+STerm = SVar | SWild | SNum | SStr | SCall | SCast
+
+# --- body formulas ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SAtom:
+    relation: str
+    args: tuple[STerm, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SCmp:
+    op: str
+    left: STerm
+    right: STerm
+    loc: Location
+    op_loc: Location
+
+
+@dataclass(frozen=True)
+class SNot:
+    inner: SFormula
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SBool:
+    value: bool
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SAnd:
+    items: tuple[SFormula, ...]
+
+
+@dataclass(frozen=True)
+class SOr:
+    items: tuple[SFormula, ...]
+
+
+SFormula = SAtom | SCmp | SNot | SBool | SAnd | SOr
+
+
+@dataclass(frozen=True)
+class SNegAtom:
+    """A negated atom in a conjunctive (expanded) body."""
+
+    atom: SAtom
+    loc: Location
+
+
+SLiteral = SAtom | SNegAtom | SCmp
+
+# --- statements ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Named:
+    """A name as written, with its location."""
+
+    name: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class DeclStmt:
+    names: tuple[Named, ...]
+    attributes: tuple[tuple[Named, Named], ...]  # (attribute name, type name)
+    qualifiers: tuple[Named, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class TypeStmt:
+    """A type declaration: ``subtype`` (``<:``), ``union`` (``=``, one member is an alias)
+    or ``base`` (legacy ``.number_type``/``.symbol_type``/``.type T``)."""
+
+    kind: Literal["subtype", "union", "base"]
+    name: Named
+    members: tuple[Named, ...]
+
+
+@dataclass(frozen=True)
+class IOStmt:
+    kind: str  # "input", "output", "printsize"
+    names: tuple[Named, ...]
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RuleStmt:
+    heads: tuple[SAtom, ...]
+    body: SFormula | None  # None for a fact
+    loc: Location
+
+
+@dataclass(frozen=True)
+class NoteStmt:
+    """Something accepted and ignored (``.plan``, ``.pragma``)."""
+
+    text: str
+    loc: Location
+
+
+Statement = DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt

@@ -1,0 +1,209 @@
+"""Fact files and tables in, output relations out (Soufflé's tab-separated formats).
+
+Columns are converted with Arrow kernels; a value that does not parse is reported as
+``file:line:col: expected <type>, found '<text>'`` (the slow scan for the location runs
+only on that error path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from gpu_engine.ir import Location, ProgramError, Relation
+from gpu_engine.values import floats_from_host, floats_to_host
+
+from .dictionary import SymbolTable
+
+_INT_RE = {"number": r"^\s*[-+]?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
+           "unsigned": r"^\s*\+?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
+           "float": r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)\s*$"}
+_RANGES = {"number": (-(1 << 31), (1 << 31) - 1), "unsigned": (0, (1 << 32) - 1)}
+
+
+class FactsError(ProgramError):
+    """Malformed input data (with the file position when there is one)."""
+
+
+# --- values <-> stored int64 columns -----------------------------------------------------
+
+
+def encode_column(values: Any, typ: str, symbols: SymbolTable, what: str) -> np.ndarray:
+    """Convert one column of user data (Arrow, NumPy or list) to stored int64 values."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array) and values.null_count:
+        raise FactsError(f"{what}: column contains nulls")
+    if typ == "symbol":
+        if isinstance(values, pa.Array):
+            if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+                    or pa.types.is_dictionary(values.type)):
+                raise FactsError(f"{what}: expected strings for a symbol column, "
+                                 f"got {values.type}")
+            return symbols.encode_many(values.cast(pa.string())
+                                       if pa.types.is_large_string(values.type) else values)
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "OUS":
+            raise FactsError(f"{what}: expected strings for a symbol column, got {arr.dtype}")
+        return symbols.encode_many(pa.array(arr.astype(str).tolist(), type=pa.string()))
+    arr = values.to_numpy(zero_copy_only=False) if isinstance(values, pa.Array) else (
+        np.asarray(values))
+    if typ == "float":
+        if arr.dtype.kind not in "fiu":
+            raise FactsError(f"{what}: expected numbers for a float column, got {arr.dtype}")
+        return floats_from_host(arr.astype(np.float64))
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0):
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind == "O" and len(arr) and all(isinstance(v, (int, np.integer))
+                                                        for v in arr[:1]):
+            arr = arr.astype(np.int64)
+        else:
+            raise FactsError(f"{what}: expected integers for a {typ} column, got {arr.dtype}")
+    arr = arr.astype(np.int64)
+    lo, hi = _RANGES[typ]
+    if len(arr) and (arr.min() < lo or arr.max() > hi):
+        bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0])
+        raise FactsError(f"{what}: value {arr[bad]} at row {bad} is out of range for {typ}")
+    return arr
+
+
+def decode_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
+    """Stored int64 values -> an Arrow column of the attribute's type."""
+    if typ == "symbol":
+        return symbols.decode_arrow(col)
+    if typ == "number":
+        return pa.array(col.astype(np.int32))
+    if typ == "unsigned":
+        return pa.array(col.astype(np.uint32))
+    return pa.array(floats_to_host(col))
+
+
+def format_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
+    """Stored values as text, the way Soufflé prints them."""
+    if typ == "symbol":
+        return symbols.decode_arrow(col)
+    if typ != "float":
+        return pc.cast(pa.array(col), pa.string())
+    uniq, inv = np.unique(col, return_inverse=True)
+    text = [_fmt_float(v) for v in floats_to_host(uniq)]
+    return pa.array(text, type=pa.string()).take(pa.array(inv.reshape(-1)))
+
+
+def _fmt_float(v: np.float32) -> str:
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return np.format_float_positional(v, unique=True, trim="-")
+
+
+# --- reading fact files --------------------------------------------------------------------
+
+
+def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
+               delimiter: str = "\t") -> list[np.ndarray]:
+    """Read a Soufflé ``.facts`` file for ``rel``; returns stored int64 columns."""
+    path = Path(path)
+    if not path.exists():
+        raise FactsError(f"cannot open fact file {path} for relation {rel.name}",
+                         Location(str(path), 0, 0))
+    if rel.arity == 0:
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        return [np.zeros(len(lines[:1]), dtype=np.int64)]  # one marker column: holds or not
+    if path.stat().st_size == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in range(rel.arity)]
+    names = [f"c{i}" for i in range(rel.arity)]
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                             escape_char=False, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                 strings_can_be_null=False),
+        )
+    except pa.ArrowInvalid as exc:
+        raise _locate_shape_error(path, rel, delimiter, str(exc)) from None
+    cols = []
+    for i, (_, typ) in enumerate(rel.attributes):
+        raw = table.column(i).combine_chunks()
+        if typ == "symbol":
+            cols.append(symbols.encode_many(raw))
+            continue
+        ok = pc.match_substring_regex(raw, _INT_RE[typ])
+        if not pc.all(ok).as_py():
+            bad = int(np.flatnonzero(~ok.to_numpy(zero_copy_only=False))[0])
+            raise _locate_value_error(path, rel, delimiter, bad, i, typ)
+        if typ == "float":
+            cols.append(floats_from_host(pc.cast(pc.utf8_trim_whitespace(raw),
+                                                 pa.float64()).to_numpy()))
+            continue
+        text = pc.utf8_trim_whitespace(raw)
+        if pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
+            vals = np.array([int(t, 0) for t in text.to_pylist()], dtype=np.int64)
+        else:
+            vals = pc.cast(text, pa.int64()).to_numpy()
+        lo, hi = _RANGES[typ]
+        outside = (vals < lo) | (vals > hi)
+        if outside.any():
+            raise _locate_value_error(path, rel, delimiter, int(np.flatnonzero(outside)[0]),
+                                      i, typ, "out of range")
+        cols.append(vals)
+    return cols
+
+
+def _data_lines(path: Path) -> list[tuple[int, str]]:
+    return [(k + 1, ln) for k, ln in enumerate(path.read_text(errors="replace").splitlines())
+            if ln != ""]
+
+
+def _locate_value_error(path: Path, rel: Relation, delim: str, row: int, col: int, typ: str,
+                        why: str = "") -> FactsError:
+    lineno, line = _data_lines(path)[row]
+    fields = line.split(delim)
+    column = 1 + sum(len(f) + len(delim) for f in fields[:col])
+    text = fields[col] if col < len(fields) else ""
+    msg = f"expected a {typ} for attribute {col + 1} of {rel.name}, found {text!r}"
+    return FactsError(msg + (f" ({why})" if why else ""), Location(str(path), lineno, column))
+
+
+def _locate_shape_error(path: Path, rel: Relation, delim: str, detail: str) -> FactsError:
+    for lineno, line in _data_lines(path):
+        n = len(line.split(delim))
+        if n != rel.arity:
+            return FactsError(f"expected {rel.arity} tab-separated values for {rel.name}, "
+                              f"found {n}", Location(str(path), lineno, 1))
+    return FactsError(f"cannot parse facts for {rel.name}: {detail}", Location(str(path), 1, 1))
+
+
+# --- writing outputs ---------------------------------------------------------------------
+
+
+def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTable,
+                delimiter: str = "\t", n_rows: int | None = None) -> str:
+    """The rows of a relation as Soufflé writes them (nullary: ``()`` when it holds)."""
+    if rel.arity == 0:
+        return "()\n" if n_rows else ""
+    if len(cols[0]) == 0:
+        return ""
+    texts = [format_column(c, t, symbols) for c, (_, t) in zip(cols, rel.attributes)]
+    lines = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, delimiter)
+    return "\n".join(lines.to_pylist()) + "\n"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it into place."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+_PARAM_RE = re.compile(r"^[A-Za-z_]+$")

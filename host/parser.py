@@ -1,0 +1,160 @@
+"""Datalog (Soufflé subset) front end: parse, check and lower a program to the IR.
+
+>>> parsed = parse_program('.decl e(x:number)\\ne(1).\\n.output e')
+>>> parsed.program.facts["e"], parsed.directives[0].kind
+([(1,)], 'output')
+
+Every problem is raised as :class:`gpu_engine.ir.ProgramError` with the location
+(file, line, column) of the offending token.
+
+Pipeline: ``grammar.lark`` (LALR, tokens from :mod:`host.dl_lexer`) is reduced straight
+into the surface tree of :mod:`host.dl_syntax` by :mod:`host.dl_builder`;
+:mod:`host.dl_lower` then resolves types (:mod:`host.dl_types`), expands disjunctions and
+multiple heads, and has :mod:`host.dl_typecheck` (with :mod:`host.dl_safety` and
+:mod:`host.dl_fold`) check and lower each clause to :mod:`gpu_engine.ir`.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from gpu_engine.ir import Location, ProgramError
+from host.dl_builder import Builder
+from host.dl_lexer import DatalogLexer, LexError
+from host.dl_lower import Lowering
+from host.dl_result import Directive, ParsedProgram
+
+__all__ = ["Directive", "ParsedProgram", "parse_file", "parse_program"]
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_LOCK = threading.Lock()
+_RECURSION_LIMIT = 20_000
+
+_TERMINAL_NAMES = {
+    "IDENT": "identifier",
+    "NUMBER": "number",
+    "STRING": "string",
+    "$END": "end of input",
+}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> tuple[Lark, Builder]:
+    builder = Builder()
+    lark = Lark(
+        _GRAMMAR.read_text(),
+        parser="lalr",
+        lexer=DatalogLexer,
+        maybe_placeholders=True,
+        transformer=builder,
+    )
+    return lark, builder
+
+
+def parse_program(text: str, filename: str = "<input>") -> ParsedProgram:
+    """Parse and check a program given as text; ``filename`` is used in locations."""
+    lark, builder = _parser()
+    gc_enabled = gc.isenabled()
+    gc.disable()  # the trees are acyclic; collecting during the parse only costs time
+    try:
+        with _LOCK:
+            builder.filename = filename
+            try:
+                statements = lark.parse(text)
+            except UnexpectedInput as e:
+                raise _syntax_error(e, text, filename, lark) from None
+            except LexError as e:
+                raise ProgramError(e.message, Location(filename, e.line, e.column)) from None
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))  # long operator chains nest deeply
+        try:
+            return Lowering(statements).run()
+        finally:
+            sys.setrecursionlimit(limit)
+    finally:
+        if gc_enabled:
+            gc.enable()
+
+
+def parse_file(path: str | Path) -> ParsedProgram:
+    """Parse and check the program in ``path``."""
+    p = Path(path)
+    return parse_program(p.read_text(encoding="utf-8-sig"), str(p))
+
+
+# --- syntax errors ---------------------------------------------------------------------
+
+
+def _describe_terminal(lark: Lark, name: str) -> str:
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    try:
+        pattern = lark.get_terminal(name).pattern
+    except KeyError:
+        return name
+    return f"'{pattern.value}'" if pattern.type == "str" else name
+
+
+_RARE = {"'$'", "'@'", "'['", "'autoinc'", "'nil'"}  # only there to report unsupported input
+_STRUCTURAL = {"')'", "','", "'.'", "':-'", "'('", "';'", "'='"}
+
+
+def _expected(lark: Lark, names: set[str] | frozenset[str]) -> str:
+    described = {_describe_terminal(lark, n) for n in names} - _RARE
+    if "identifier" in described:  # keywords are identifiers too; listing them is noise
+        described = {d for d in described if not (d[1:2].isalpha() and d.endswith("'"))}
+    ordered = sorted(
+        described,
+        key=lambda d: (0 if d in _STRUCTURAL else 1 if d in _TERMINAL_NAMES.values() else 2, d),
+    )
+    if len(ordered) > 10:
+        ordered = [*ordered[:10], "..."]
+    return ", ".join(ordered)
+
+
+def _end_location(text: str, filename: str) -> Location:
+    lines = text.split("\n")
+    return Location(filename, len(lines), len(lines[-1]) + 1)
+
+
+def _syntax_error(e: UnexpectedInput, text: str, filename: str, lark: Lark) -> ProgramError:
+    if isinstance(e, UnexpectedToken):
+        tok: Token = e.token
+        expected = _expected(lark, e.expected)
+        if tok.type == "$END":
+            return ProgramError(
+                f"syntax error: unexpected end of input, expected {expected}",
+                _end_location(text, filename),
+            )
+        return ProgramError(
+            f"syntax error: unexpected {_describe_token(tok)}, expected {expected}",
+            Location(filename, tok.line or 0, tok.column or 0),
+        )
+    if isinstance(e, UnexpectedCharacters):
+        loc = Location(filename, e.line, e.column)
+        rest = text[e.pos_in_stream : e.pos_in_stream + 2]
+        if rest == "/*":
+            return ProgramError("syntax error: unterminated comment", loc)
+        if rest[:1] == '"':
+            return ProgramError("syntax error: unterminated string literal", loc)
+        return ProgramError(f"syntax error: unexpected character {rest[:1]!r}", loc)
+    if isinstance(e, UnexpectedEOF):
+        return ProgramError("syntax error: unexpected end of input", _end_location(text, filename))
+    return ProgramError(f"syntax error: {e}", Location(filename, e.line, e.column))
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "IDENT":
+        return f"identifier '{tok}'"
+    if tok.type == "NUMBER":
+        return f"number {tok}"
+    if tok.type == "STRING":
+        return f"string {tok}"
+    return f"'{tok}'"

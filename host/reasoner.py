@@ -1,0 +1,204 @@
+"""The public facade: ``Reasoner`` (exported as ``gpu_engine.Reasoner``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.engine import Engine
+from gpu_engine.ir import ProgramError
+from gpu_engine.stats import MaterialisationStats
+from gpu_engine.values import encode_scalar
+from kernels.backend import get_backend
+
+from .dictionary import SymbolTable
+from .io import FactsError, decode_column, encode_column, read_facts, render_rows
+from .parser import ParsedProgram, parse_file, parse_program
+
+
+class Reasoner:
+    """A Datalog program with its facts, materialised on a GPU (CuPy) or CPU (NumPy).
+
+    >>> r = Reasoner('.decl e(a:number, b:number) .decl p(a:number, b:number) '
+    ...              'p(x, y) :- e(x, y). p(x, z) :- p(x, y), e(y, z).', device="cpu")
+    >>> r.add_facts("e", np.array([[1, 2], [2, 3]]))
+    >>> _ = r.materialise()
+    >>> sorted(map(tuple, r.relation("p").to_pandas().values.tolist()))
+    [(1, 2), (1, 3), (2, 3)]
+    """
+
+    def __init__(self, program: str | Path, device: str = "auto", *, counting: bool = False,
+                 progress: Any = None) -> None:
+        self.parsed: ParsedProgram = _parse(program)
+        self.program = self.parsed.program
+        self.backend = get_backend(device)
+        self.symbols = SymbolTable()
+        self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
+                             progress=progress)
+        self.stats: MaterialisationStats | None = None
+        self.load_seconds = 0.0
+        for name, rows in self.program.facts.items():
+            self._add_python_rows(name, rows)
+
+    # --- properties -------------------------------------------------------------------
+
+    @property
+    def device(self) -> str:
+        """``"cpu"`` or ``"gpu"``: the backend actually in use."""
+        return self.backend.name
+
+    @property
+    def notes(self) -> list[str]:
+        """Notes on accepted-and-ignored program features (``.plan``, ``.pragma``, ...)."""
+        return list(self.parsed.notes)
+
+    # --- facts in ---------------------------------------------------------------------
+
+    def add_facts(self, relation: str, data: Any) -> int:
+        """Add explicit facts: a 2-D NumPy array, a pyarrow Table or a pandas DataFrame
+        with columns in declaration order.  Returns the number of new facts."""
+        rel = self._relation(relation)
+        t0 = time.perf_counter()
+        cols = _columns_of(data, rel.arity, relation)
+        n = _row_count(data, cols)
+        enc = [encode_column(c, t, self.symbols, f"{relation}.{a}")
+               for c, (a, t) in zip(cols, rel.attributes)]
+        added = self.engine.add_facts(relation, enc, n_rows=n)
+        self.load_seconds += time.perf_counter() - t0
+        return added
+
+    def load_inputs(self, facts_dir: str | Path = ".") -> None:
+        """Read every ``.input`` relation from its file (``<rel>.facts`` in ``facts_dir``)."""
+        t0 = time.perf_counter()
+        for d in self.parsed.directives:
+            if d.kind != "input":
+                continue
+            rel = self._relation(d.relation)
+            io = d.params.get("IO", "file")
+            if io != "file":
+                raise ProgramError(f"unsupported IO={io!r} for .input {d.relation}", d.loc)
+            fname = d.params.get("filename", f"{d.relation}.facts")
+            path = Path(fname) if Path(fname).is_absolute() else Path(facts_dir) / fname
+            delim = _unescape(d.params.get("delimiter", "\t"))
+            cols = read_facts(path, rel, self.symbols, delim)
+            n = len(cols[0]) if cols else 0
+            self.engine.add_facts(d.relation, cols if rel.arity else [], n_rows=n)
+        self.load_seconds += time.perf_counter() - t0
+
+    # --- reasoning --------------------------------------------------------------------
+
+    def materialise(self) -> MaterialisationStats:
+        """Compute every consequence of the rules and the explicit facts."""
+        self.stats = self.engine.materialise()
+        return self.stats
+
+    materialize = materialise
+
+    # --- results out ------------------------------------------------------------------
+
+    def relation(self, name: str) -> pa.Table:
+        """The relation's facts as a pyarrow Table (symbols decoded), sorted."""
+        rel = self._relation(name)
+        self._ensure()
+        cols = self.engine.columns(name)
+        arrays = [decode_column(c, t, self.symbols) for c, (_, t) in zip(cols, rel.attributes)]
+        names = [a for a, _ in rel.attributes]
+        if not arrays:
+            return pa.table({"holds": pa.array([True] * self.engine.size(name))})
+        return pa.table(arrays, names=_unique_names(names))
+
+    def relation_sizes(self) -> dict[str, int]:
+        """Number of facts per relation."""
+        self._ensure()
+        return {name: self.engine.size(name) for name in self.program.relations}
+
+    def render(self, name: str, delimiter: str = "\t") -> str:
+        """The relation's facts as Soufflé prints them (one tab-separated line per fact)."""
+        rel = self._relation(name)
+        self._ensure()
+        return render_rows(self.engine.columns(name), rel, self.symbols, delimiter,
+                           n_rows=self.engine.size(name))
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _ensure(self) -> None:
+        if not self.engine.materialised:
+            self.materialise()
+
+    def _relation(self, name: str):
+        try:
+            return self.program.relations[name]
+        except KeyError:
+            raise ProgramError(f"unknown relation {name!r}") from None
+
+    def _add_python_rows(self, name: str, rows: list[tuple]) -> None:
+        rel = self._relation(name)
+        if rel.arity == 0:
+            self.engine.add_facts(name, [], n_rows=len(rows))
+            return
+        cols = []
+        for i, (_, t) in enumerate(rel.attributes):
+            vals = [r[i] for r in rows]
+            if t == "symbol":
+                cols.append(self.symbols.encode_many(pa.array([str(v) for v in vals])))
+            else:
+                cols.append(np.array([encode_scalar(v, t) for v in vals], dtype=np.int64))
+        self.engine.add_facts(name, cols)
+
+
+def _parse(program: str | Path) -> ParsedProgram:
+    if isinstance(program, Path):
+        return parse_file(program)
+    text = str(program)
+    if "\n" not in text and text.endswith(".dl") and Path(text).exists():
+        return parse_file(text)
+    return parse_program(text, "<program>")
+
+
+def _columns_of(data: Any, arity: int, relation: str) -> list[Any]:
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        cols = list(data.columns)
+    elif hasattr(data, "iloc") and hasattr(data, "columns"):  # pandas DataFrame
+        cols = [pa.array(data.iloc[:, i]) if data.iloc[:, i].dtype == object
+                else data.iloc[:, i].to_numpy() for i in range(data.shape[1])]
+    else:
+        arr = np.asarray(data)
+        if arr.ndim == 1 and arity == 1:
+            arr = arr.reshape(-1, 1)
+        if arr.size == 0:
+            arr = arr.reshape(0, arity)
+        if arr.ndim != 2:
+            raise FactsError(f"{relation}: expected a 2-D array of rows, got shape {arr.shape}")
+        cols = [arr[:, i] for i in range(arr.shape[1])]
+    if len(cols) != arity:
+        raise FactsError(f"{relation} has arity {arity}, but the data has {len(cols)} columns")
+    return cols
+
+
+def _row_count(data: Any, cols: list[Any]) -> int:
+    if cols:
+        return len(cols[0])
+    if hasattr(data, "num_rows"):
+        return int(data.num_rows)
+    return len(data)
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        out.append(n if k == 0 else f"{n}_{k}")
+        seen[n] = k + 1
+    return out
+
+
+def _unescape(s: str) -> str:
+    return s.encode().decode("unicode_escape") if "\\" in s else s
+
+
+__all__ = ["Reasoner", "ProgramError", "FactsError"]

@@ -1,0 +1,89 @@
+"""Array backends: NumPy on the CPU, CuPy on a CUDA GPU, behind one small interface.
+
+Every kernel takes a :class:`Backend` and calls ``be.xp`` (the array module) for its
+array operations, so the same code runs on both.  Where the GPU wants a different
+algorithm, the kernel branches on ``be.is_gpu``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+INDEX = np.int64  # dtype of every column, key and index array
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """True when CuPy imports and finds at least one CUDA device."""
+    if os.environ.get("GPU_ENGINE_DISABLE_GPU"):
+        return False
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount()) > 0
+    except Exception:
+        return False
+
+
+@dataclass
+class Backend:
+    """The active array module and its memory budget (in rows of int64 per join chunk)."""
+
+    name: str
+    xp: ModuleType
+    join_chunk_rows: int = 1 << 25
+    _stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def asarray(self, a: Any, dtype: Any = INDEX) -> Any:
+        """Move ``a`` to this backend as a contiguous array of ``dtype``."""
+        if self.is_gpu:
+            return self.xp.ascontiguousarray(self.xp.asarray(a, dtype=dtype))
+        return np.ascontiguousarray(np.asarray(a, dtype=dtype))
+
+    def to_host(self, a: Any) -> np.ndarray:
+        """Copy an array of this backend to a NumPy array."""
+        if self.is_gpu and not isinstance(a, np.ndarray):
+            return self.xp.asnumpy(a)
+        return np.asarray(a)
+
+    def empty(self, n: int = 0, dtype: Any = INDEX) -> Any:
+        return self.xp.empty(n, dtype=dtype)
+
+    def scalar(self, a: Any) -> int:
+        """A Python int from a 0-d array (a device-to-host sync on the GPU)."""
+        return int(a)
+
+    def peak_memory_bytes(self) -> int:
+        """Peak device memory held by the CuPy pool (0 on the CPU)."""
+        if not self.is_gpu:
+            return 0
+        pool = self.xp.get_default_memory_pool()
+        return int(pool.total_bytes())
+
+
+def get_backend(device: str = "auto", join_chunk_rows: int | None = None) -> Backend:
+    """Return the backend for ``device`` in ``auto | cpu | gpu``.
+
+    ``auto`` picks the GPU when CuPy finds one; ``gpu`` raises when there is none.
+    """
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"unknown device {device!r}: expected auto, cpu or gpu")
+    use_gpu = device == "gpu" or (device == "auto" and gpu_available())
+    if device == "gpu" and not gpu_available():
+        raise RuntimeError("device='gpu' requested but CuPy finds no CUDA GPU")
+    chunk = join_chunk_rows or int(os.environ.get("GPU_ENGINE_JOIN_CHUNK_ROWS", 1 << 25))
+    if use_gpu:
+        import cupy
+
+        return Backend("gpu", cupy, chunk)
+    return Backend("cpu", np, chunk)

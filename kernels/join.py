@@ -1,0 +1,78 @@
+"""Sort-merge join by binary-search expansion.
+
+The build side is sorted by key; each probe key finds its run ``[lo, lo + count)`` with
+two binary searches, so the output size ``sum(count)`` is known before anything is
+written.  Joins whose output exceeds the backend's chunk budget are produced in chunks
+of probe rows, each chunk's output fitting the budget (a single probe row whose run is
+larger than the budget forms its own chunk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .backend import INDEX, Backend
+
+
+def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any) -> tuple[Any, Any]:
+    """For every probe key, the first matching build position and the number of matches."""
+    xp = be.xp
+    lo = xp.searchsorted(sorted_build_keys, probe_keys, side="left")
+    hi = xp.searchsorted(sorted_build_keys, probe_keys, side="right")
+    return lo.astype(INDEX), (hi - lo).astype(INDEX)
+
+
+def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None = None
+           ) -> tuple[Any, Any]:
+    """Materialise matches of probe rows ``[start, stop)``: (probe index, build position)."""
+    xp = be.xp
+    c = counts[start:stop]
+    if len(c) == 0:
+        return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    ends = xp.cumsum(c)
+    total = be.scalar(ends[-1])
+    if total == 0:
+        return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    # linear expansion: mark where each non-empty run starts, prefix-sum the marks
+    nz = xp.flatnonzero(c > 0)
+    starts = (ends - c)[nz]
+    mark = xp.zeros(total, dtype=INDEX)
+    mark[starts[1:]] = 1
+    run = xp.cumsum(mark)
+    probe_idx = nz[run].astype(INDEX) + start
+    within = xp.arange(total, dtype=INDEX) - starts[run]
+    return probe_idx, lo[probe_idx] + within
+
+
+def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
+                ) -> Iterator[tuple[Any, Any]]:
+    """Yield (probe index, build position) chunks of at most ~``budget`` output rows."""
+    xp = be.xp
+    budget = budget or be.join_chunk_rows
+    n = len(counts)
+    if n == 0:
+        return
+    ends = xp.cumsum(counts)
+    total = be.scalar(ends[-1])
+    if total == 0:
+        return
+    if total <= budget:
+        yield expand(be, lo, counts)
+        return
+    cuts = be.to_host(xp.searchsorted(ends, xp.arange(budget, total, budget, dtype=INDEX),
+                                      side="left"))
+    bounds = [0]
+    for c in cuts.tolist():
+        c = max(int(c), bounds[-1] + 1)
+        if c < n and c != bounds[-1]:
+            bounds.append(c)
+    bounds.append(n)
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        if e > s:
+            yield expand(be, lo, counts, s, e)
+
+
+def join_size(be: Backend, counts: Any) -> int:
+    """Number of output rows of a probed join."""
+    return be.scalar(counts.sum()) if len(counts) else 0

@@ -1,0 +1,139 @@
+"""Multi-column keys: pack k integer columns into one int64 key that sorts like the rows.
+
+Packing subtracts each column's minimum and shifts it into a bit field; when the value
+ranges need more than 63 bits together, the general path ranks the columns jointly
+(dense ranks of the row tuples, computed column by column), which always fits.  Both
+preserve lexicographic order, so sorted keys mean lexicographically sorted rows.
+Correctness never depends on packing: the rank path is exact for any values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .backend import INDEX, Backend
+
+Columns = Sequence[Any]
+MAX_BITS = 63
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Bit-field layout of a packed key: column c occupies ``widths[c]`` bits at ``shifts[c]``."""
+
+    offsets: tuple[int, ...]
+    widths: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    def covers(self, mins: Sequence[int], maxs: Sequence[int]) -> bool:
+        """Whether values in ``[mins, maxs]`` per column fit this layout."""
+        return all(
+            lo >= off and hi - off < (1 << w)
+            for lo, hi, off, w in zip(mins, maxs, self.offsets, self.widths)
+        )
+
+
+def column_ranges(be: Backend, cols: Columns) -> tuple[list[int], list[int]]:
+    """Minimum and maximum of every (non-empty) column, as Python ints."""
+    if not cols or len(cols[0]) == 0:
+        return [0] * len(cols), [0] * len(cols)
+    xp = be.xp
+    mins = xp.stack([c.min() for c in cols])
+    maxs = xp.stack([c.max() for c in cols])
+    return [int(v) for v in be.to_host(mins)], [int(v) for v in be.to_host(maxs)]
+
+
+def make_spec(mins: Sequence[int], maxs: Sequence[int], headroom: int = 0) -> KeySpec | None:
+    """A layout for the given ranges (plus ``headroom`` spare bits a column), or None."""
+    widths = [max(1, (hi - lo).bit_length() + headroom) for lo, hi in zip(mins, maxs)]
+    if sum(widths) > MAX_BITS:
+        widths = [max(1, (hi - lo).bit_length()) for lo, hi in zip(mins, maxs)]
+        if sum(widths) > MAX_BITS:
+            return None
+    shifts, acc = [], 0
+    for w in reversed(widths):
+        shifts.append(acc)
+        acc += w
+    return KeySpec(tuple(mins), tuple(widths), tuple(reversed(shifts)))
+
+
+def pack(be: Backend, cols: Columns, spec: KeySpec) -> Any:
+    """Pack columns whose values all fit ``spec`` (caller guarantees it)."""
+    xp = be.xp
+    if not cols:
+        return xp.zeros(0, dtype=INDEX)
+    key = (cols[0] - spec.offsets[0]) << spec.shifts[0]
+    for c, off, sh in zip(cols[1:], spec.offsets[1:], spec.shifts[1:]):
+        key |= (c - off) << sh
+    return key
+
+
+def pack_probe(be: Backend, cols: Columns, spec: KeySpec) -> Any:
+    """Pack probe-side columns; rows with a value outside ``spec`` get key -1 (no match)."""
+    xp = be.xp
+    n = len(cols[0])
+    valid = xp.ones(n, dtype=bool)
+    key = xp.zeros(n, dtype=INDEX)
+    for c, off, w, sh in zip(cols, spec.offsets, spec.widths, spec.shifts):
+        d = c - off
+        valid &= (d >= 0) & (d < (1 << w))
+        key |= (d & ((1 << w) - 1)) << sh
+    key[~valid] = -1
+    return key
+
+
+def rank_rows(be: Backend, cols: Columns) -> Any:
+    """Dense lexicographic ranks of the rows (the general path; any values, any arity)."""
+    xp = be.xp
+    n = len(cols[0])
+    cur = xp.zeros(n, dtype=INDEX)
+    for c in cols:
+        uniq, inv = xp.unique(c, return_inverse=True)
+        combined = cur * len(uniq) + inv.reshape(-1).astype(INDEX)
+        _, cur = xp.unique(combined, return_inverse=True)
+        cur = cur.reshape(-1).astype(INDEX)
+    return cur
+
+
+def row_keys(be: Backend, cols: Columns) -> Any:
+    """Order-preserving int64 keys for the rows of ``cols`` (one side)."""
+    if len(cols) == 0:
+        raise ValueError("row_keys needs at least one column")
+    if len(cols) == 1:
+        return cols[0]
+    mins, maxs = column_ranges(be, cols)
+    spec = make_spec(mins, maxs)
+    return pack(be, cols, spec) if spec is not None else rank_rows(be, cols)
+
+
+def joint_keys(be: Backend, a: Columns, b: Columns) -> tuple[Any, Any]:
+    """Order-preserving keys for the rows of two column sets in one key space."""
+    xp = be.xp
+    if len(a) != len(b):
+        raise ValueError("joint_keys: column counts differ")
+    if len(a) == 0:
+        return xp.zeros(len(a[0]) if a else 0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    if len(a) == 1:
+        return a[0], b[0]
+    na = len(a[0])
+    if na == 0 or len(b[0]) == 0:
+        empty_side_keys = row_keys(be, b if na == 0 else a)
+        zero = xp.zeros(0, dtype=INDEX)
+        return (zero, empty_side_keys) if na == 0 else (empty_side_keys, zero)
+    amin, amax = column_ranges(be, a)
+    bmin, bmax = column_ranges(be, b)
+    mins = [min(x, y) for x, y in zip(amin, bmin)]
+    maxs = [max(x, y) for x, y in zip(amax, bmax)]
+    spec = make_spec(mins, maxs)
+    if spec is not None:
+        return pack(be, a, spec), pack(be, b, spec)
+    both = rank_rows(be, [xp.concatenate([x, y]) for x, y in zip(a, b)])
+    return both[:na], both[na:]
+
+
+def unpack(be: Backend, key: Any, spec: KeySpec) -> tuple[Any, ...]:
+    """The columns a packed key was made of (inverse of :func:`pack`)."""
+    return tuple(((key >> sh) & ((1 << w) - 1)) + off
+                 for off, w, sh in zip(spec.offsets, spec.widths, spec.shifts))

@@ -1,0 +1,103 @@
+"""Set operations on sorted integer keys and on the rows they stand for.
+
+A row set is a tuple of equally long int64 columns; its keys (see :mod:`kernels.keys`)
+sort like the rows.  Membership is a binary search of sorted keys; union of disjoint
+sorted sets is a linear merge by scatter (no re-sort); deduplication is a sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .backend import INDEX, Backend
+
+Columns = Sequence[Any]
+
+
+def argsort_keys(be: Backend, keys: Any) -> Any:
+    """A stable permutation that sorts ``keys``."""
+    if be.is_gpu:
+        return be.xp.argsort(keys)  # CuPy's argsort is a stable radix sort
+    return keys.argsort(kind="stable")
+
+
+def unique_sorted_positions(be: Backend, sorted_keys: Any) -> Any:
+    """Positions of the first occurrence of each distinct value in sorted keys."""
+    xp = be.xp
+    n = len(sorted_keys)
+    if n == 0:
+        return xp.zeros(0, dtype=INDEX)
+    first = xp.empty(n, dtype=bool)
+    first[0] = True
+    xp.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+    return xp.flatnonzero(first)
+
+
+def sort_unique(be: Backend, keys: Any) -> tuple[Any, Any]:
+    """Sorted distinct keys and, for each, the index of one row that has it."""
+    order = argsort_keys(be, keys)
+    sk = keys[order]
+    pos = unique_sorted_positions(be, sk)
+    return sk[pos], order[pos]
+
+
+def isin_sorted(be: Backend, keys: Any, sorted_keys: Any) -> Any:
+    """Boolean mask: which ``keys`` occur in ``sorted_keys`` (the semi-join test)."""
+    xp = be.xp
+    if len(sorted_keys) == 0 or len(keys) == 0:
+        return xp.zeros(len(keys), dtype=bool)
+    idx = xp.searchsorted(sorted_keys, keys)
+    idx = xp.minimum(idx, len(sorted_keys) - 1)
+    return sorted_keys[idx] == keys
+
+
+def take_rows(cols: Columns, idx: Any) -> tuple[Any, ...]:
+    return tuple(c[idx] for c in cols)
+
+
+def merge_disjoint(
+    be: Backend, a_keys: Any, a_cols: Columns, b_keys: Any, b_cols: Columns
+) -> tuple[Any, tuple[Any, ...]]:
+    """Union of two sorted, disjoint row sets by a linear merge (scatter by rank)."""
+    xp = be.xp
+    na, nb = len(a_keys), len(b_keys)
+    if nb == 0:
+        return a_keys, tuple(a_cols)
+    if na == 0:
+        return b_keys, tuple(b_cols)
+    pos_b = xp.searchsorted(a_keys, b_keys) + xp.arange(nb, dtype=INDEX)
+    is_b = xp.zeros(na + nb, dtype=bool)
+    is_b[pos_b] = True
+    is_a = ~is_b
+    out_keys = xp.empty(na + nb, dtype=INDEX)
+    out_keys[is_a] = a_keys
+    out_keys[pos_b] = b_keys
+    out_cols = []
+    for ca, cb in zip(a_cols, b_cols):
+        oc = xp.empty(na + nb, dtype=INDEX)
+        oc[is_a] = ca
+        oc[pos_b] = cb
+        out_cols.append(oc)
+    return out_keys, tuple(out_cols)
+
+
+def merge_positions(be: Backend, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
+    """Where the rows of two sorted disjoint sets land in their merge (for aligned arrays)."""
+    xp = be.xp
+    pos_b = xp.searchsorted(a_keys, b_keys) + xp.arange(len(b_keys), dtype=INDEX)
+    is_b = xp.zeros(len(a_keys) + len(b_keys), dtype=bool)
+    is_b[pos_b] = True
+    return xp.flatnonzero(~is_b).astype(INDEX), pos_b
+
+
+def unique_keys(be: Backend, keys: Any, return_counts: bool = False) -> Any:
+    """Sorted distinct keys (and their multiplicities): a value sort, no permutation."""
+    xp = be.xp
+    n = len(keys)
+    sk = xp.sort(keys)
+    pos = unique_sorted_positions(be, sk)
+    if not return_counts:
+        return sk[pos]
+    ends = xp.concatenate([pos[1:], xp.asarray([n], dtype=INDEX)])
+    return sk[pos], (ends - pos).astype(INDEX)

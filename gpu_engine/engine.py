@@ -25,6 +25,7 @@ from kernels.backend import INDEX, Backend
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
+from .runs import RunSet
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
 
@@ -48,7 +49,7 @@ class Engine:
     symbols: SymbolTable
     counting: bool = False
     explicit: dict[str, RowSet] = field(default_factory=dict)
-    store: dict[str, RowSet] = field(default_factory=dict)
+    store: dict[str, RunSet] = field(default_factory=dict)
     counters: dict[str, Counters] = field(default_factory=dict)
     progress: ProgressHook | None = None
 
@@ -58,7 +59,7 @@ class Engine:
         self.evaluator = RuleEvaluator(self.be, self.symbols)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RowSet.empty(self.be, rel.arity))
-        self.store = dict(self.explicit)
+        self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
         self.materialised = False
 
     # --- facts --------------------------------------------------------------------------
@@ -88,18 +89,17 @@ class Engine:
         """Compute the materialisation from the explicit facts (from scratch)."""
         t0 = time.perf_counter()
         stats = MaterialisationStats(device=self.be.name)
-        self.store = dict(self.explicit)
+        self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
         self.counters = {}
-        if self.counting:
-            for name, rs in self.store.items():
-                z = self.be.xp.zeros(len(rs), dtype=INDEX)
-                self.counters[name] = Counters(z, z.copy())
+        self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
             if not stratum.rules:
                 continue
             stats.strata.append(self._evaluate_stratum(stratum))
+        if self.counting:
+            self._build_counters()
         stats.seconds = time.perf_counter() - t0
         stats.facts = sum(len(r) for r in self.store.values())
         stats.derivations = sum(s.derivations for s in stats.strata)
@@ -117,14 +117,13 @@ class Engine:
         outputs: dict[str, list[RuleOutput]] = {r: [] for r in s.relations}
         for rule in s.nonrecursive_rules:
             self._fire(rule, [self.store[a.relation] for a in _atoms(rule)], outputs, rstats)
-        delta: dict[str, RowSet] = {}
         for r in s.relations:
-            union, d = self._absorb(r, outputs[r], recursive=False)
-            self.store[r] = union
-            delta[r] = self.store[r] if s.recursive else d
+            self._absorb(r, outputs[r], recursive=False)
         st.iterations = 1
-        # recursive rules: seminaive rounds with exact delta variants
-        prev = {r: RowSet.empty(self.be, self.store[r].arity) for r in s.relations}
+        # recursive rules: seminaive rounds with exact delta variants.  The first delta is
+        # everything known so far (explicit facts and non-recursive derivations).
+        delta = {r: self.store[r] for r in s.relations}
+        prev = {r: RunSet.empty(self.be, self.store[r].arity) for r in s.relations}
         while s.recursive and any(len(delta[r]) for r in s.relations):
             st.iterations += 1
             if self.progress:
@@ -143,24 +142,22 @@ class Engine:
                         elif i == p:
                             sources.append(delta[a.relation])
                         elif i in rec[:vi]:
-                            sources.append(prev[a.relation])
+                            sources.append(prev[a.relation])  # I \ Δ
                         else:
-                            sources.append(self.store[a.relation])
+                            sources.append(self.store[a.relation])  # I
                     self._fire(rule, sources, outputs, rstats)
-            new_delta = {}
-            for r in s.relations:
-                prev[r] = self.store[r]
-                union, d = self._absorb(r, outputs[r], recursive=True)
-                self.store[r] = union
-                new_delta[r] = d
-            delta = new_delta
+            prev = {r: self.store[r] for r in s.relations}
+            delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
+                     for r in s.relations}
+        for r in s.relations:
+            self.store[r] = self.store[r].compacted()
         st.rules = list(rstats.values())
         st.derivations = sum(r.derivations for r in st.rules)
         st.facts = sum(len(self.store[r]) - before[r] for r in s.relations)
         st.seconds = time.perf_counter() - t0
         return st
 
-    def _fire(self, rule: Rule, sources: list[RowSet], outputs: dict[str, list[RuleOutput]],
+    def _fire(self, rule: Rule, sources: list[RunSet], outputs: dict[str, list[RuleOutput]],
               rstats: dict[int, RuleStats]) -> None:
         t0 = time.perf_counter()
         negated = {lit.atom.relation: self.store[lit.atom.relation]
@@ -172,36 +169,44 @@ class Engine:
         rs.evaluations += 1
         rs.seconds += time.perf_counter() - t0
 
-    def _absorb(self, name: str, outs: list[RuleOutput], recursive: bool
-                ) -> tuple[RowSet, RowSet]:
-        """Add rule outputs to relation ``name``; update counters; return (I', Δ)."""
+    def _absorb(self, name: str, outs: list[RuleOutput], recursive: bool) -> RowSet:
+        """Add rule outputs to relation ``name`` (logging their multiplicities when
+        counting); returns Δ, the rows that were new."""
         cur = self.store[name]
-        xp = self.be.xp
         if not outs:
-            return cur, RowSet.empty(self.be, cur.arity)
+            return RowSet.empty(self.be, cur.arity)
         n = sum(o.n for o in outs)
-        if cur.arity:
-            cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(cur.arity))
+        xp = self.be.xp
+        cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(cur.arity))
+        if self.counting:
+            d, cnt = RowSet.from_columns(self.be, cols, cur.arity, n, return_counts=True)
+            self._count_log.setdefault(name, []).append((d, cnt, recursive))
         else:
-            cols = ()
-        union, delta, info = cur.add(cols, n_rows=n, return_counts=self.counting)
-        if self.counting and info is not None:
-            pos_old, pos_in, cnt = info
-            c = self.counters[name]
-            nonrec, rec = c.nonrec, c.rec
-            if pos_old is not None:
-                nonrec, rec = _realign(xp, nonrec, pos_old, len(union)), _realign(
-                    xp, rec, pos_old, len(union))
-            target = rec if recursive else nonrec
-            target[pos_in] += cnt  # positions are distinct: one per distinct derived row
+            d = RowSet.from_columns(self.be, cols, cur.arity, n)
+        new = cur.new_rows(d)
+        self.store[name] = cur.append(new)
+        return new
+
+    def _build_counters(self) -> None:
+        """Sum the logged multiplicities into c_nr / c_r aligned with each relation."""
+        xp = self.be.xp
+        for name, runs in self.store.items():
+            final = runs.compact()
+            self.store[name] = RunSet.of(final)
+            nonrec = xp.zeros(len(final), dtype=INDEX)
+            rec = xp.zeros(len(final), dtype=INDEX)
+            for d, cnt, recursive in self._count_log.get(name, []):
+                if len(d):
+                    target = rec if recursive else nonrec
+                    target[final.positions(d.cols)] += cnt  # distinct positions per entry
             self.counters[name] = Counters(nonrec, rec)
-        return union, delta
+        self._count_log = {}
 
     # --- access -------------------------------------------------------------------------
 
     def columns(self, name: str) -> tuple[np.ndarray, ...]:
         """The materialised rows of ``name`` as host int64 columns (sorted)."""
-        rs = self.store[name]
+        rs = self.store[name].compact()
         return tuple(self.be.to_host(c) for c in rs.cols)
 
     def size(self, name: str) -> int:
@@ -210,10 +215,4 @@ class Engine:
 
 def _atoms(rule: Rule) -> list[Atom]:
     return [lit for lit in rule.body if isinstance(lit, Atom)]
-
-
-def _realign(xp: Any, arr: Any, pos_old: Any, n: int) -> Any:
-    out = xp.zeros(n, dtype=INDEX)
-    out[pos_old] = arr
-    return out
 

@@ -51,19 +51,63 @@ class RowSet:
         return RowSet(be, tuple(z for _ in range(arity)), z, None, 0)
 
     @staticmethod
-    def from_columns(be: Backend, cols: tuple[Any, ...], arity: int) -> RowSet:
-        """Build from (unsorted, possibly duplicated) columns."""
-        n = len(cols[0]) if cols else 0
+    def from_columns(be: Backend, cols: tuple[Any, ...], arity: int, n_rows: int | None = None,
+                     return_counts: bool = False) -> Any:
+        """Build from (unsorted, possibly duplicated) columns.
+
+        With ``return_counts`` returns (RowSet, multiplicity of each of its rows).
+        ``n_rows`` counts the input rows of a nullary relation (it has no columns).
+        """
+        xp = be.xp
         if arity == 0:
+            n = int(n_rows or 0)
             m = 1 if n > 0 else 0
-            return RowSet(be, (), be.xp.zeros(m, dtype=INDEX), None, m)
+            rs = RowSet(be, (), xp.zeros(m, dtype=INDEX), None, m)
+            return (rs, xp.full(m, n, dtype=INDEX)) if return_counts else rs
+        n = len(cols[0])
         if n == 0:
-            return RowSet.empty(be, arity)
+            rs = RowSet.empty(be, arity)
+            return (rs, xp.zeros(0, dtype=INDEX)) if return_counts else rs
         spec = _spec_for(be, cols)
-        keys = _keys_with(be, cols, spec) if (spec is not None or arity == 1) else (
-            K.rank_rows(be, cols))
-        uk, first = S.sort_unique(be, keys)
-        return RowSet(be, S.take_rows(cols, first), uk, spec, len(uk))
+        if arity == 1 or spec is not None:
+            keys = cols[0] if arity == 1 else K.pack(be, cols, spec)
+            res = S.unique_keys(be, keys, return_counts)
+            uk, cnt = res if return_counts else (res, None)
+            ucols = (uk,) if arity == 1 else K.unpack(be, uk, spec)
+        else:  # ranked general path
+            from kernels.group import group_count
+
+            uk, first, cnt = group_count(be, K.rank_rows(be, cols))
+            ucols = S.take_rows(cols, first)
+        rs = RowSet(be, tuple(ucols), uk, spec, len(uk))
+        return (rs, cnt) if return_counts else rs
+
+    def select(self, mask: Any) -> RowSet:
+        """The rows where ``mask`` holds (still sorted)."""
+        if self.arity == 0:
+            keep = bool(self.n) and bool(mask[0]) if len(mask) else False
+            return self if keep else RowSet.empty(self.be, 0)
+        idx = self.be.xp.flatnonzero(mask)
+        if len(idx) == self.n:
+            return self
+        return RowSet(self.be, S.take_rows(self.cols, idx), self.keys[idx], self.spec, len(idx))
+
+    def merge(self, other: RowSet) -> RowSet:
+        """Union with a disjoint sorted row set, by a linear merge."""
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        if self.arity == 0:
+            return self
+        me = self._covering(other.cols)
+        if self.arity > 1 and me.spec is None:
+            u, _, _ = self.add(other.cols)
+            return u
+        ok = other.keys if (self.arity == 1 or other.spec == me.spec) else _keys_with(
+            self.be, other.cols, me.spec)
+        mk, mcols = S.merge_disjoint(self.be, me.keys, me.cols, ok, other.cols)
+        return RowSet(self.be, mcols, mk, me.spec, len(mk))
 
     # --- set operations -------------------------------------------------------------
 
@@ -158,6 +202,19 @@ class RowSet:
             return S.isin_sorted(self.be, K.pack_probe(self.be, cols, self.spec), self.keys)
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
+
+    def positions(self, cols: tuple[Any, ...]) -> Any:
+        """Row positions of the given rows, all of which must be in this set."""
+        xp = self.be.xp
+        n = len(cols[0]) if cols else (1 if self.n else 0)
+        if self.arity == 0:
+            return xp.zeros(n, dtype=INDEX)
+        if self.arity == 1:
+            return xp.searchsorted(self.keys, cols[0])
+        if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
+            return xp.searchsorted(self.keys, K.pack(self.be, cols, self.spec))
+        a, b = K.joint_keys(self.be, cols, self.cols)
+        return xp.searchsorted(b, a)
 
     def _covering(self, cols: tuple[Any, ...]) -> RowSet:
         """This set re-keyed, if needed, so that its spec also covers ``cols``."""

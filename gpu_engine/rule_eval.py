@@ -23,6 +23,7 @@ from kernels.backend import INDEX, Backend
 from .expr import ExprEvaluator, const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
 from .rowset import JoinIndex, RowSet
+from .runs import RunSet
 
 
 @dataclass
@@ -49,7 +50,7 @@ class RuleEvaluator:
 
     # --- public -----------------------------------------------------------------------
 
-    def evaluate(self, rule: Rule, sources: list[RowSet], negated: dict[str, RowSet]
+    def evaluate(self, rule: Rule, sources: list[RunSet], negated: dict[str, RunSet]
                  ) -> list[RuleOutput]:
         """Evaluate ``rule``; ``sources[i]`` is the version read by the i-th positive atom,
         ``negated[name]`` the relation a negated atom tests against."""
@@ -64,8 +65,8 @@ class RuleEvaluator:
 
     # --- the plan, depth first over join chunks ---------------------------------------
 
-    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, RowSet]],
-             filters: list[Any], negated: dict[str, RowSet], out: list[RuleOutput]) -> None:
+    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, RunSet]],
+             filters: list[Any], negated: dict[str, RunSet], out: list[RuleOutput]) -> None:
         b, filters = self._apply_ready(b, filters, negated)
         if b.n == 0:
             return
@@ -82,19 +83,19 @@ class RuleEvaluator:
             if nb.n:
                 self._run(rule, nb, rest, filters, negated, out)
 
-    def _choose(self, b: Bindings, atoms: list[tuple[Atom, RowSet]]) -> int:
+    def _choose(self, b: Bindings, atoms: list[tuple[Atom, RunSet]]) -> int:
         """Greedy join order: connected atoms first, then the smallest input."""
         bound = b.cols.keys()
 
-        def score(item: tuple[int, tuple[Atom, RowSet]]) -> tuple[int, int]:
+        def score(item: tuple[int, tuple[Atom, RunSet]]) -> tuple[int, int]:
             _, (atom, src) = item
-            vs = set().union(*(term_vars(t) for t in atom.args)) if atom.args else set()
+            vs = _atom_vars(atom)
             connected = bool(vs & bound) or not vs or not bound
             return (0 if connected else 1, len(src))
 
         return min(enumerate(atoms), key=score)[0]
 
-    def _join(self, b: Bindings, atom: Atom, src: RowSet, needed: set[str]):
+    def _join(self, b: Bindings, atom: Atom, src: RunSet, needed: set[str]):
         be = self.be
         consts: list[tuple[int, int]] = []
         equal: list[tuple[int, int]] = []
@@ -115,16 +116,17 @@ class RuleEvaluator:
             else:
                 raise ProgramError(f"functor argument in {atom.relation} was not normalised",
                                    atom.loc)
-        idx = src.index(tuple(key_pos), tuple(consts), tuple(equal))
-        lo, counts = self._probe(idx, probe_cols, b.n)
         keep_old = [v for v in b.cols if v in needed]
         keep_new = [(v, p) for v, p in new_vars.items() if v in needed]
-        for pi, bpos in J.join_chunks(be, lo, counts):
-            rows = idx.rows[bpos]
-            cols = {v: b.cols[v][pi] for v in keep_old}
-            for v, p in keep_new:
-                cols[v] = src.cols[p][rows]
-            yield Bindings(cols, len(pi))
+        for run in src.runs:  # the runs are disjoint: their join outputs simply add up
+            idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+            lo, counts = self._probe(idx, probe_cols, b.n)
+            for pi, bpos in J.join_chunks(be, lo, counts):
+                rows = idx.rows[bpos]
+                cols = {v: b.cols[v][pi] for v in keep_old}
+                for v, p in keep_new:
+                    cols[v] = run.cols[p][rows]
+                yield Bindings(cols, len(pi))
 
     def _probe(self, idx: JoinIndex, probe_cols: list[Any], n: int) -> tuple[Any, Any]:
         be, xp = self.be, self.be.xp
@@ -140,7 +142,7 @@ class RuleEvaluator:
 
     # --- filters ------------------------------------------------------------------------
 
-    def _apply_ready(self, b: Bindings, filters: list[Any], negated: dict[str, RowSet]
+    def _apply_ready(self, b: Bindings, filters: list[Any], negated: dict[str, RunSet]
                      ) -> tuple[Bindings, list[Any]]:
         changed = True
         while changed and b.n and filters:
@@ -154,7 +156,7 @@ class RuleEvaluator:
             filters = pending
         return b, filters
 
-    def _try_filter(self, f: Any, b: Bindings, negated: dict[str, RowSet]
+    def _try_filter(self, f: Any, b: Bindings, negated: dict[str, RunSet]
                     ) -> tuple[bool, Bindings]:
         bound = b.cols.keys()
         if isinstance(f, Compare):
@@ -175,7 +177,7 @@ class RuleEvaluator:
             return False, b
         return True, _select(b, ~self._member(atom, b, negated[atom.relation]))
 
-    def _member(self, atom: Atom, b: Bindings, rel: RowSet) -> Any:
+    def _member(self, atom: Atom, b: Bindings, rel: RunSet) -> Any:
         """Mask of binding rows for which the (existentially closed) atom holds."""
         consts, equal, key_pos, probe = [], [], [], []
         anon: dict[str, int] = {}
@@ -196,11 +198,11 @@ class RuleEvaluator:
                 key_pos.append(p)
                 probe.append(col)
                 valid = ok if valid is None else valid & ok
-        if len(rel) == 0:
-            return self.be.xp.zeros(b.n, dtype=bool)
-        idx = rel.index(tuple(key_pos), tuple(consts), tuple(equal))
-        _, counts = self._probe(idx, probe, b.n)
-        hit = counts > 0
+        hit = self.be.xp.zeros(b.n, dtype=bool)
+        for run in rel.runs:
+            idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+            _, counts = self._probe(idx, probe, b.n)
+            hit |= counts > 0
         return hit if valid is None else hit & valid
 
     # --- head ---------------------------------------------------------------------------
@@ -221,12 +223,25 @@ class RuleEvaluator:
             out.append(RuleOutput(tuple(self.be.xp.ascontiguousarray(c) for c in cols), n))
 
 
+_VARS_CACHE: dict[int, tuple[Atom, frozenset[str]]] = {}
+
+
+def _atom_vars(atom: Atom) -> frozenset[str]:
+    """The variables of an atom (cached per atom object)."""
+    hit = _VARS_CACHE.get(id(atom))
+    if hit is not None and hit[0] is atom:
+        return hit[1]
+    vs = frozenset(v for t in atom.args for v in term_vars(t))
+    _VARS_CACHE[id(atom)] = (atom, vs)
+    return vs
+
+
 def _select(b: Bindings, mask: Any) -> Bindings:
     idx = mask.nonzero()[0]
     return Bindings({v: c[idx] for v, c in b.cols.items()}, len(idx))
 
 
-def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RowSet]], filters: list[Any]) -> set[str]:
+def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RunSet]], filters: list[Any]) -> set[str]:
     """Variables still read by the remaining atoms, filters or the head."""
     need: set[str] = set()
     for t in rule.head.args:
@@ -243,4 +258,4 @@ def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RowSet]], filters: list[Any
     return need
 
 
-__all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "S", "Call"]
+__all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "RowSet", "S", "Call"]

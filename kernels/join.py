@@ -30,6 +30,10 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
     c = counts[start:stop]
     if len(c) == 0:
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    if len(c) == 1:  # one probe row (e.g. the first atom of a rule): a plain range
+        total = be.scalar(c[0])
+        return (xp.full(total, start, dtype=INDEX),
+                xp.arange(total, dtype=INDEX) + lo[start])
     ends = xp.cumsum(c)
     total = be.scalar(ends[-1])
     if total == 0:
@@ -52,6 +56,10 @@ def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
     budget = budget or be.join_chunk_rows
     n = len(counts)
     if n == 0:
+        return
+    if n == 1:
+        if be.scalar(counts[0]):
+            yield expand(be, lo, counts)
         return
     ends = xp.cumsum(counts)
     total = be.scalar(ends[-1])

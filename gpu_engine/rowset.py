@@ -23,6 +23,15 @@ class JoinIndex:
     rows: Any  # row ids into the RowSet, in key order
     spec: K.KeySpec | None  # packing of the key columns; None = zero key columns or ranked
     key_cols: tuple[Any, ...] | None = None  # ranked path: the sorted key columns
+    _ends: Any = None
+
+    def ends(self, be: Backend) -> Any:
+        """End of each key's run of equal keys (computed once per index)."""
+        if self._ends is None:
+            from kernels.join import run_ends
+
+            self._ends = run_ends(be, self.sorted_keys)
+        return self._ends
 
 
 @dataclass

@@ -134,7 +134,8 @@ class RuleEvaluator:
             m = len(idx.rows)
             return xp.zeros(n, dtype=INDEX), xp.full(n, m, dtype=INDEX)
         if idx.spec is not None:
-            return J.probe(be, K.pack_probe(be, probe_cols, idx.spec), idx.sorted_keys)
+            pk = K.pack_probe(be, probe_cols, idx.spec)
+            return J.probe(be, pk, idx.sorted_keys, idx.ends(be) if n > 64 else None)
         # ranked general path: rank probe and index keys jointly
         assert idx.key_cols is not None
         pk, ik = K.joint_keys(be, probe_cols, list(idx.key_cols))

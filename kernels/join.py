@@ -15,9 +15,33 @@ from typing import Any
 from .backend import INDEX, Backend
 
 
-def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any) -> tuple[Any, Any]:
-    """For every probe key, the first matching build position and the number of matches."""
+def run_ends(be: Backend, sorted_keys: Any) -> Any:
+    """For each position of sorted keys, the end of its run of equal keys."""
     xp = be.xp
+    n = len(sorted_keys)
+    if n == 0:
+        return xp.zeros(0, dtype=INDEX)
+    last = xp.empty(n, dtype=bool)
+    last[-1] = True
+    xp.not_equal(sorted_keys[1:], sorted_keys[:-1], out=last[:-1])
+    ends = xp.flatnonzero(last).astype(INDEX) + 1
+    run_id = xp.cumsum(last) - last  # index of the run each position belongs to
+    return ends[run_id]
+
+
+def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any, ends: Any | None = None
+          ) -> tuple[Any, Any]:
+    """For every probe key, the first matching build position and the number of matches.
+
+    ``ends`` (from :func:`run_ends`, cacheable with the index) replaces the second search.
+    """
+    xp = be.xp
+    n = len(sorted_build_keys)
+    if ends is not None and n:
+        lo = xp.searchsorted(sorted_build_keys, probe_keys, side="left").astype(INDEX)
+        at = xp.minimum(lo, n - 1)
+        hit = (lo < n) & (sorted_build_keys[at] == probe_keys)
+        return lo, xp.where(hit, ends[at] - lo, 0).astype(INDEX)
     lo = xp.searchsorted(sorted_build_keys, probe_keys, side="left")
     hi = xp.searchsorted(sorted_build_keys, probe_keys, side="right")
     return lo.astype(INDEX), (hi - lo).astype(INDEX)

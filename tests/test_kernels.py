@@ -31,6 +31,10 @@ def test_join_matches_nested_loops(device, left, right, budget):
     lk, rk = keys.joint_keys(be, _cols(be, left)[:1], _cols(be, right)[:1])
     order = sets.argsort_keys(be, rk)
     lo, cnt = join.probe(be, lk, rk[order])
+    lo2, cnt2 = join.probe(be, lk, rk[order], join.run_ends(be, rk[order]))
+    assert be.to_host(cnt2).tolist() == be.to_host(cnt).tolist()
+    nz = be.to_host(cnt) > 0
+    assert be.to_host(lo2)[nz].tolist() == be.to_host(lo)[nz].tolist()
     got = []
     for li, bpos in join.join_chunks(be, lo, cnt, budget=budget):
         ri = be.to_host(order[bpos])

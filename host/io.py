@@ -39,6 +39,8 @@ def encode_column(values: Any, typ: str, symbols: SymbolTable, what: str) -> np.
     """Convert one column of user data (Arrow, NumPy or list) to stored int64 values."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
     if isinstance(values, pa.Array) and values.null_count:
         raise FactsError(f"{what}: column contains nulls")
     if typ == "symbol":

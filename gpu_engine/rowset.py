@@ -212,6 +212,15 @@ class RowSet:
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 
+    def first_column_range(self) -> tuple[int, int]:
+        """(min, max) of the first column as host ints (rows are sorted; cached)."""
+        rng = self._indexes.get("range")
+        if rng is None:
+            c = self.cols[0]
+            rng = tuple(int(v) for v in self.be.to_host(c[self.be.xp.asarray([0, -1])]))
+            self._indexes["range"] = rng
+        return rng
+
     def positions(self, cols: tuple[Any, ...]) -> Any:
         """Row positions of the given rows, all of which must be in this set."""
         xp = self.be.xp

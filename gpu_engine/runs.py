@@ -50,10 +50,24 @@ class RunSet:
         return mask
 
     def new_rows(self, d: RowSet) -> RowSet:
-        """The rows of the sorted set ``d`` that are not in the relation."""
+        """The rows of the sorted set ``d`` that are not in the relation.
+
+        Runs whose first-column range does not overlap ``d``'s are skipped (a check on
+        cached host integers), which keeps chains of small, growing deltas cheap.
+        """
         if not self.runs or len(d) == 0:
             return d
-        return d.select(~self.contains(d.cols, len(d)))
+        if self.arity == 0:
+            return d.select(~self.contains(d.cols, len(d)))
+        lo, hi = d.first_column_range()
+        mask = None
+        for r in self.runs:
+            rlo, rhi = r.first_column_range()
+            if rhi < lo or rlo > hi:
+                continue
+            m = r.contains(d.cols)
+            mask = m if mask is None else (mask | m)
+        return d if mask is None else d.select(~mask)
 
     def append(self, d: RowSet) -> RunSet:
         """Add a run of rows disjoint from the relation, then restore the size invariant."""

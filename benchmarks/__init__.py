@@ -1,0 +1,1 @@
+"""Benchmarks for gpu-engine: generators, programs, peer engines, runner and report."""

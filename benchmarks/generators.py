@@ -1,0 +1,83 @@
+"""Synthetic data generators for the benchmarks (vectorised NumPy, seeded)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["dag_r", "transitive_closure_size"]
+
+
+def dag_r(n: int = 10_000, m: int = 100_000, seed: int = 0) -> np.ndarray:
+    """DAG-R: a random DAG with ``n`` nodes and ``m`` distinct edges ``(u, v)``, ``u < v``.
+
+    Edges are drawn uniformly among all ``n (n - 1) / 2`` forward pairs, without
+    replacement, from a seeded generator. Returns an ``(m, 2)`` int64 array sorted by
+    ``(u, v)``. (DAG-R of Hu, Motik and Horrocks, AAAI 2019, uses 10k nodes, 100k edges.)
+    """
+    if n < 2:
+        raise ValueError("n must be at least 2")
+    total = n * (n - 1) // 2
+    if not 0 <= m <= total:
+        raise ValueError(f"m={m} edges do not fit a DAG with n={n} nodes (max {total})")
+    rng = np.random.default_rng(seed)
+    if m > total // 2:
+        # Dense: draw pair indices directly, without replacement.
+        keys = np.sort(rng.choice(total, size=m, replace=False))
+        return _unrank_pairs(keys, n)
+    keys = np.empty(0, dtype=np.int64)
+    while keys.size < m:
+        need = m - keys.size
+        draw = int(need * 1.2) + 16
+        u = rng.integers(0, n, size=draw, dtype=np.int64)
+        v = rng.integers(0, n, size=draw, dtype=np.int64)
+        ok = u != v
+        lo = np.minimum(u[ok], v[ok])
+        hi = np.maximum(u[ok], v[ok])
+        fresh = np.setdiff1d(lo * n + hi, keys, assume_unique=False)
+        if fresh.size > need:
+            fresh = rng.choice(fresh, size=need, replace=False)
+        keys = np.union1d(keys, fresh)
+    edges = np.empty((m, 2), dtype=np.int64)
+    edges[:, 0] = keys // n
+    edges[:, 1] = keys % n
+    return edges
+
+
+def _unrank_pairs(ranks: np.ndarray, n: int) -> np.ndarray:
+    """Map ranks in ``[0, n(n-1)/2)`` to pairs ``(u, v)``, ``u < v``, in lexicographic order."""
+    # Row u starts at rank start(u) = u*n - u*(u+1)/2; find u by searchsorted on starts.
+    u_all = np.arange(n - 1, dtype=np.int64)
+    starts = u_all * n - u_all * (u_all + 1) // 2
+    u = np.searchsorted(starts, ranks, side="right") - 1
+    v = ranks - starts[u] + u + 1
+    return np.stack([u, v], axis=1).astype(np.int64)
+
+
+def transitive_closure_size(edges: np.ndarray, n: int | None = None) -> int:
+    """Number of pairs in the transitive closure of a DAG whose edges go from low to high ids.
+
+    Bitset dynamic programming in reverse id order (a loop over nodes, each step a vectorised
+    OR over the node's successors); meant for checking generator output, not for benchmarks.
+    """
+    if edges.size == 0:
+        return 0
+    if n is None:
+        n = int(edges.max()) + 1
+    if np.any(edges[:, 0] >= edges[:, 1]):
+        raise ValueError("edges must go from lower to higher node ids")
+    words = (n + 63) // 64
+    reach = np.zeros((n, words), dtype=np.uint64)
+    order = np.lexsort((edges[:, 1], edges[:, 0]))
+    src = edges[order, 0]
+    dst = edges[order, 1]
+    bounds = np.searchsorted(src, np.arange(n + 1))
+    bit = np.left_shift(np.uint64(1), (dst % 64).astype(np.uint64))
+    for u in range(n - 1, -1, -1):
+        lo, hi = bounds[u], bounds[u + 1]
+        if lo == hi:
+            continue
+        succ = dst[lo:hi]
+        row = np.bitwise_or.reduce(reach[succ], axis=0)
+        np.bitwise_or.at(row, succ // 64, bit[lo:hi])
+        reach[u] = row
+    return int(np.unpackbits(reach.view(np.uint8)).sum())

@@ -1,0 +1,79 @@
+"""Benchmark programs as Soufflé text, plus what each one reads and outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchmarks.lubm_rules import RULE_SETS, program_text
+
+__all__ = [
+    "Program",
+    "TC_LINEAR",
+    "TC_NONLINEAR",
+    "SAME_GENERATION",
+    "GRAPH_PROGRAMS",
+    "lubm_program",
+]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A benchmark program: Soufflé text, its EDB relation and the IDB relations it outputs."""
+
+    name: str
+    text: str
+    edb: str
+    outputs: tuple[str, ...]
+
+
+TC_LINEAR = Program(
+    name="tc-linear",
+    text="""\
+.decl edge(x:number, y:number)
+.decl path(x:number, y:number)
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+.output path
+""",
+    edb="edge",
+    outputs=("path",),
+)
+
+TC_NONLINEAR = Program(
+    name="tc-nonlinear",
+    text="""\
+.decl edge(x:number, y:number)
+.decl path(x:number, y:number)
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), path(y, z).
+.output path
+""",
+    edb="edge",
+    outputs=("path",),
+)
+
+SAME_GENERATION = Program(
+    name="sg",
+    text="""\
+.decl edge(x:number, y:number)
+.decl sg(x:number, y:number)
+sg(x, y) :- edge(p, x), edge(p, y), x != y.
+sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
+.output sg
+""",
+    edb="edge",
+    outputs=("sg",),
+)
+
+GRAPH_PROGRAMS: dict[str, Program] = {p.name: p for p in (TC_LINEAR, TC_NONLINEAR, SAME_GENERATION)}
+
+
+def lubm_program(rule_set: str) -> Program:
+    """LUBM rule set ``LUBM_L``, ``LUBM_LE`` or ``LUBM_U`` (from examples/lubm or translated)."""
+    if rule_set not in RULE_SETS:
+        raise ValueError(f"unknown LUBM rule set {rule_set!r}; expected one of {RULE_SETS}")
+    text = program_text(rule_set)
+    outputs = tuple(
+        line.split()[1] for line in text.splitlines() if line.startswith(".output ")
+    )
+    return Program(name=rule_set, text=text, edb="TE", outputs=outputs)

@@ -1,0 +1,176 @@
+"""Summarise benchmark JSON lines as a Markdown table and a PNG plot.
+
+    python -m benchmarks.report results.jsonl [more.jsonl ...] --out DIR
+
+Writes ``DIR/report.md`` (one wide table benchmark x engine with materialisation times
+and the ratio gpu-engine / fastest peer, then every measurement in detail) and
+``DIR/report.png`` (materialisation time per benchmark and engine, log scale). When a
+benchmark was measured more than once, the last measurement of each engine counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+ENGINE = "gpu-engine"
+
+
+def load_records(paths: list[Path]) -> list[dict[str, Any]]:
+    """Read JSON lines, skipping blank and non-JSON lines."""
+    records = []
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
+
+
+def _key(rec: dict[str, Any]) -> str:
+    return f"{rec.get('benchmark')} / {rec.get('size')}"
+
+
+def _latest(records: list[dict[str, Any]]) -> tuple[list[str], list[str], dict]:
+    cases: list[str] = []
+    engines: list[str] = []
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in records:
+        case, eng = _key(rec), str(rec.get("engine"))
+        if case not in cases:
+            cases.append(case)
+        if eng not in engines:
+            engines.append(eng)
+        table[(case, eng)] = rec
+    if ENGINE in engines:
+        engines.remove(ENGINE)
+        engines.insert(0, ENGINE)
+    return cases, engines, table
+
+
+def _fmt_s(x: Any) -> str:
+    if x is None:
+        return ""
+    x = float(x)
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+def _fmt_int(x: Any) -> str:
+    return "" if x is None else f"{int(x):,}"
+
+
+def _cell(rec: dict[str, Any] | None) -> str:
+    if rec is None:
+        return ""
+    status = rec.get("status", "ok")
+    if status != "ok":
+        return status
+    mark = "" if rec.get("count_ok") in (True, None) else " ✗"
+    return _fmt_s(rec.get("materialise_seconds")) + mark
+
+
+def render_markdown(records: list[dict[str, Any]]) -> str:
+    """Markdown report: summary table (times, ratio) and detailed measurements."""
+    cases, engines, table = _latest(records)
+    out = ["# Benchmark results", ""]
+    out.append("Materialisation time in seconds (✗: fact count differs from the expected one; "
+               "`skipped`/`timeout`/`error`: see details). Ratio = gpu-engine time / fastest "
+               "peer's time (below 1: gpu-engine is faster).")
+    out.append("")
+    header = ["benchmark / size", "facts", *engines, "ratio", "count ok"]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "|".join(["---", "---:"] + ["---:"] * len(engines) + ["---:", ":---:"]) + "|")
+    for case in cases:
+        ours = table.get((case, ENGINE))
+        facts = next((r.get("facts") for e in engines if (r := table.get((case, e)))
+                      and r.get("facts") is not None), None)
+        ratio = ours.get("ratio_to_fastest_peer") if ours else None
+        ok = ours.get("count_ok") if ours else None
+        row = [case, _fmt_int(facts), *[_cell(table.get((case, e))) for e in engines],
+               "" if ratio is None else f"{ratio:.2f} (vs {ours.get('fastest_peer')})",
+               {True: "yes", False: "**NO**", None: ""}[ok]]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    out.append("## Measurements")
+    out.append("")
+    cols = ["benchmark", "size", "engine", "device", "status", "load s", "materialise s",
+            "facts", "expected", "ok", "derivations", "peak RSS MiB", "GPU peak MiB", "note"]
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * len(cols)) + "|")
+    for rec in records:
+        def mib(x: Any) -> str:
+            return "" if x is None else f"{x / 2**20:,.0f}"
+
+        note = rec.get("reason") or rec.get("note") or ""
+        if rec.get("count_mismatches"):
+            note = f"mismatches: {json.dumps(rec['count_mismatches'])[:200]}"
+        row = [str(rec.get("benchmark")), str(rec.get("size")), str(rec.get("engine")),
+               str(rec.get("device") or ""), str(rec.get("status", "ok")),
+               _fmt_s(rec.get("load_seconds")), _fmt_s(rec.get("materialise_seconds")),
+               _fmt_int(rec.get("facts")), _fmt_int(rec.get("expected_facts")),
+               {True: "yes", False: "**NO**", None: ""}[rec.get("count_ok")],
+               _fmt_int(rec.get("derivations")), mib(rec.get("peak_memory_bytes")),
+               mib(rec.get("gpu_peak_memory_bytes")), note.replace("|", "\\|")]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    return "\n".join(out)
+
+
+def render_plot(records: list[dict[str, Any]], path: Path) -> None:
+    """Grouped bar chart of materialisation time (log scale) per benchmark and engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases, engines, table = _latest(records)
+    engines = [e for e in engines if any(
+        (r := table.get((c, e))) and r.get("status", "ok") == "ok" for c in cases)]
+    width = 0.8 / max(1, len(engines))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(cases) + 2), 4.5))
+    for i, eng in enumerate(engines):
+        xs, ys = [], []
+        for j, case in enumerate(cases):
+            rec = table.get((case, eng))
+            if rec and rec.get("status", "ok") == "ok" and rec.get("materialise_seconds"):
+                xs.append(j + (i - (len(engines) - 1) / 2) * width)
+                ys.append(max(float(rec["materialise_seconds"]), 1e-4))
+        if xs:
+            ax.bar(xs, ys, width=width, label=eng)
+    ax.set_yscale("log")
+    ax.set_ylabel("materialisation time (s, log scale)")
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([c.replace(" / ", "\n") for c in cases], fontsize=8)
+    ax.legend(fontsize=8)
+    ax.set_title("gpu-engine and peers")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(description="Markdown table and PNG plot from benchmark JSONL")
+    ap.add_argument("results", nargs="+", type=Path, help="JSON-lines files from benchmarks.run")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    args = ap.parse_args(argv)
+    records = load_records(args.results)
+    if not records:
+        ap.error("no JSON records found")
+    args.out.mkdir(parents=True, exist_ok=True)
+    md = args.out / "report.md"
+    md.write_text(render_markdown(records), encoding="utf-8")
+    png = args.out / "report.png"
+    render_plot(records, png)
+    print(f"wrote {md} and {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,400 @@
+"""Run the benchmarks: gpu-engine and its peers side by side, one JSON line per measurement.
+
+    python -m benchmarks.run [--suite quick|full] [--device cpu|gpu|auto] [--out FILE.jsonl]
+                             [--peers duckdb,clingo,nemo,souffle] [--only NAME] [--timeout S]
+
+Each measurement (one engine on one benchmark) runs in a fresh child process, so that its
+peak memory is its own and a runaway peer can be stopped by ``--timeout``. Once every
+engine has run on a benchmark, the lines for that benchmark are printed with the expected
+fact count, ``count_ok`` and the ratio of each engine's materialisation time to the
+fastest peer's. ``facts`` always counts the facts of the program's output (IDB) relations
+only, never the input relation, so that every engine and the reference counts agree on
+what is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_LUBM = REPO_ROOT.parent / "shared" / "bench-data" / "lubm"
+EXAMPLES_LUBM = REPO_ROOT / "examples" / "lubm"
+ENGINE = "gpu-engine"
+DEFAULT_PEERS = ("duckdb", "clingo", "nemo", "souffle")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark: a program on a data set, with peers that are known not to fit it."""
+
+    benchmark: str
+    size: str
+    dataset: dict[str, Any]
+    peer_limits: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``benchmark@size``, used by ``--only``."""
+        return f"{self.benchmark}@{self.size}"
+
+
+def _dag(benchmark: str, n: int, m: int, limits: dict[str, str] | None = None) -> Case:
+    return Case(benchmark, f"DAG-R n={n} m={m}", {"kind": "dag-r", "n": n, "m": m, "seed": 0},
+                limits or {})
+
+
+def _lubm(rule_set: str, univ: int, limits: dict[str, str] | None = None) -> Case:
+    return Case(rule_set, f"LUBM({univ})", {"kind": "lubm", "universities": univ}, limits or {})
+
+
+QUICK: list[Case] = [
+    _dag("tc-linear", 10_000, 100_000),
+    _dag("tc-nonlinear", 2_000, 10_000),
+    _dag("sg", 1_000, 5_000),
+    _lubm("LUBM_L", 1),
+    _lubm("LUBM_LE", 1),
+    _lubm("LUBM_U", 1),
+    _lubm("LUBM_L", 10),
+]
+FULL: list[Case] = QUICK + [
+    _lubm("LUBM_L", 50, {"clingo": "LUBM(50) is too large for clingo's grounder in memory"}),
+]
+SUITES = {"quick": QUICK, "full": FULL}
+
+
+# --------------------------------------------------------------------------- data
+
+
+def lubm_data_path(universities: int) -> Path:
+    """The N-Triples file of LUBM(N): the repo's copy for N = 1, else shared/."""
+    local = EXAMPLES_LUBM / f"lubm{universities}.nt.gz"
+    if local.exists():
+        return local
+    return SHARED_LUBM / f"lubm{universities}.nt.gz"
+
+
+def expected_lubm_counts(rule_set: str, universities: int) -> dict[str, int] | None:
+    """Per-predicate reference counts (and ``TOTAL``) from shared/, or ``None``."""
+    path = SHARED_LUBM / "expected" / f"{rule_set}.lubm{universities}.counts.tsv"
+    if not path.exists():
+        return None
+    counts = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def _peak_rss_bytes() -> int:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return max(own, kids)
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one engine on one benchmark in this process; return the measurement dict."""
+    from benchmarks.generators import dag_r
+    from benchmarks.lubm_rules import parse_dlog, rule_set_path
+    from benchmarks.peers import Workload, run_peer
+    from benchmarks.programs import GRAPH_PROGRAMS, lubm_program
+
+    ds = spec["dataset"]
+    engine = spec["engine"]
+    out: dict[str, Any] = {"status": "ok"}
+    t0 = time.perf_counter()
+    if ds["kind"] == "dag-r":
+        prog = GRAPH_PROGRAMS[spec["benchmark"]]
+        edges = dag_r(ds["n"], ds["m"], ds.get("seed", 0))
+        data: Any = edges
+        workload = Workload(program=prog.name, outputs=prog.outputs, edges=edges,
+                            souffle_text=prog.text, edb=prog.edb)
+    else:
+        from host.ntriples import read_ntriples
+
+        prog = lubm_program(spec["benchmark"])
+        nt_path = lubm_data_path(ds["universities"])
+        if not nt_path.exists():
+            return {"status": "skipped", "reason": f"{nt_path} not found"}
+        data = read_ntriples(nt_path)
+        dlog_path = rule_set_path(spec["benchmark"])
+        dlog = None
+        if dlog_path.exists():
+            dlog = parse_dlog(dlog_path.read_text(encoding="utf-8"), spec["benchmark"])
+        workload = Workload(program=prog.name, outputs=prog.outputs, triples=data,
+                            nt_path=nt_path, dlog=dlog, souffle_text=prog.text, edb=prog.edb)
+        out["input_facts"] = data.num_rows
+    out["read_seconds"] = time.perf_counter() - t0
+
+    if engine == ENGINE:
+        from gpu_engine import Reasoner
+
+        t1 = time.perf_counter()
+        r = Reasoner(prog.text, device=spec["device"])
+        t_compiled = time.perf_counter()
+        r.add_facts(prog.edb, data)
+        t2 = time.perf_counter()
+        stats = r.materialise()
+        t3 = time.perf_counter()
+        sizes = r.relation_sizes()
+        d = stats.to_dict()
+        per_rel = {rel: int(sizes[rel]) for rel in prog.outputs}
+        out.update(
+            device=r.device,
+            load_seconds=t2 - t1,
+            compile_seconds=t_compiled - t1,
+            materialise_seconds=t3 - t2,
+            engine_seconds=d.get("seconds"),
+            facts=sum(per_rel.values()),
+            engine_total_facts=d.get("facts"),
+            derivations=d.get("derivations"),
+            per_relation=per_rel,
+        )
+        gpu_peak = d.get("peak_device_bytes")
+        if r.device == "gpu" and not gpu_peak:
+            try:
+                import cupy
+
+                gpu_peak = int(cupy.get_default_memory_pool().total_bytes())
+            except Exception:  # noqa: BLE001 - best effort only
+                gpu_peak = None
+        out["gpu_peak_memory_bytes"] = gpu_peak if r.device == "gpu" else None
+    else:
+        if ds["kind"] == "lubm" and workload.dlog is None:
+            return {"status": "skipped", "reason": "the .dlog rule file is not available"}
+        res = run_peer(engine, workload)
+        if res.skipped:
+            return {"status": "skipped", "reason": res.skipped}
+        out.update(
+            device="cpu",
+            load_seconds=res.load_seconds,
+            materialise_seconds=res.materialise_seconds,
+            facts=res.facts,
+            derivations=None,
+            per_relation=res.per_relation,
+            **{k: v for k, v in res.extra.items()},
+        )
+    out["peak_memory_bytes"] = _peak_rss_bytes()
+    return out
+
+
+def _child_main(spec_json: str, out_path: str) -> int:
+    spec = json.loads(spec_json)
+    try:
+        result = run_measurement(spec)
+    except Exception as exc:  # noqa: BLE001 - reported as a measurement with status error
+        import traceback
+
+        result = {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc()[-2000:]}
+    Path(out_path).write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def measure(spec: dict[str, Any], timeout: float, in_process: bool = False) -> dict[str, Any]:
+    """Run one measurement in a child process (or here with ``in_process``)."""
+    if in_process:
+        try:
+            return run_measurement(spec)
+        except Exception as exc:  # noqa: BLE001
+            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        out_path = Path(tmp) / "result.json"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-m", "benchmarks.run", "--child", json.dumps(spec), str(out_path)]
+        try:
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, timeout=timeout,
+                                  capture_output=True, text=True)
+        except subprocess.TimeoutExpired:
+            return {"status": "timeout", "reason": f"no result within {timeout:g} s"}
+        if not out_path.exists():
+            tail = (proc.stderr or proc.stdout or "").strip()[-600:]
+            return {"status": "error", "reason": f"child exited {proc.returncode}: {tail}"}
+        return json.loads(out_path.read_text(encoding="utf-8"))
+
+
+def _expected(case: Case, results: dict[str, dict[str, Any]]) -> tuple[int | None, str | None,
+                                                                         dict[str, int] | None]:
+    ds = case.dataset
+    if ds["kind"] == "lubm":
+        counts = expected_lubm_counts(case.benchmark, ds["universities"])
+        if counts is not None:
+            return counts["TOTAL"], "reference counts (clingo) in shared/bench-data", counts
+    elif case.benchmark in ("tc-linear", "tc-nonlinear"):
+        from benchmarks.generators import dag_r, transitive_closure_size
+
+        edges = dag_r(ds["n"], ds["m"], ds.get("seed", 0))
+        return transitive_closure_size(edges, ds["n"]), "bitset transitive-closure oracle", None
+    peer_counts = {e: r["facts"] for e, r in results.items()
+                   if e != ENGINE and r.get("status") == "ok"}
+    if peer_counts and len(set(peer_counts.values())) == 1:
+        return next(iter(peer_counts.values())), "peers (" + ", ".join(peer_counts) + ")", None
+    return None, None, None
+
+
+def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn the raw results of one benchmark into output records (expected, ok, ratios)."""
+    expected, source, per_pred = _expected(case, results)
+    ok_peers = {e: r for e, r in results.items() if e != ENGINE and r.get("status") == "ok"
+                and r.get("materialise_seconds") is not None
+                and (expected is None or r.get("facts") == expected)}
+    fastest = min(ok_peers, key=lambda e: ok_peers[e]["materialise_seconds"]) if ok_peers else None
+    records = []
+    for engine, r in results.items():
+        rec: dict[str, Any] = {
+            "benchmark": case.benchmark,
+            "size": case.size,
+            "engine": engine,
+            "device": r.get("device"),
+            "status": r.get("status"),
+            "load_seconds": r.get("load_seconds"),
+            "materialise_seconds": r.get("materialise_seconds"),
+            "facts": r.get("facts"),
+            "derivations": r.get("derivations"),
+            "peak_memory_bytes": r.get("peak_memory_bytes"),
+            "gpu_peak_memory_bytes": r.get("gpu_peak_memory_bytes"),
+            "expected_facts": expected,
+            "count_ok": (r.get("facts") == expected) if (expected is not None
+                                                         and r.get("status") == "ok") else None,
+        }
+        if r.get("status") == "ok":
+            rec["read_seconds"] = r.get("read_seconds")
+            if fastest is not None and ok_peers[fastest]["materialise_seconds"] > 0:
+                rec["fastest_peer"] = fastest
+                rec["ratio_to_fastest_peer"] = (r["materialise_seconds"]
+                                                / ok_peers[fastest]["materialise_seconds"])
+            if engine == ENGINE:
+                rec["engine_seconds"] = r.get("engine_seconds")
+                rec["compile_seconds"] = r.get("compile_seconds")
+                rec["engine_total_facts"] = r.get("engine_total_facts")
+            # Agreement with each peer (DAG-R and SG: our count against each peer's).
+            if engine == ENGINE:
+                rec["agrees_with"] = {e: p.get("facts") == r.get("facts")
+                                      for e, p in results.items()
+                                      if e != ENGINE and p.get("status") == "ok"}
+            if per_pred is not None and r.get("per_relation"):
+                bad = {p: [n, per_pred.get(p)] for p, n in r["per_relation"].items()
+                       if per_pred.get(p) != n}
+                if bad:
+                    rec["count_mismatches"] = bad
+            for k in ("input_facts", "note", "version"):
+                if k in r:
+                    rec[k] = r[k]
+        else:
+            rec["reason"] = r.get("reason")
+            if r.get("traceback"):
+                rec["traceback"] = r["traceback"]
+        if source:
+            rec["expected_source"] = source
+        records.append(rec)
+    return records
+
+
+def peer_missing(engine: str) -> str | None:
+    """Why a peer cannot run here (not installed), or ``None``."""
+    if engine == ENGINE:
+        return None
+    from benchmarks.peers import PEERS
+
+    return PEERS[engine][0]() if engine in PEERS else f"unknown peer {engine!r}"
+
+
+def peer_unsupported(engine: str, case: Case) -> str | None:
+    """Why a peer cannot express this case's program, or ``None``."""
+    if engine == ENGINE:
+        return None
+    from benchmarks.peers import unsupported
+
+    return unsupported(engine, case.benchmark, case.dataset["kind"] == "lubm")
+
+
+def run_suite(cases: list[Case], device: str, peers: list[str], timeout: float,
+              out_file: Path | None, in_process: bool = False) -> list[dict[str, Any]]:
+    """Run every case with gpu-engine and the peers; print and return the records."""
+    all_records = []
+    fh = out_file.open("a", encoding="utf-8") if out_file else None
+    try:
+        for case in cases:
+            results: dict[str, dict[str, Any]] = {}
+            for engine in [ENGINE, *peers]:
+                if engine in case.peer_limits:
+                    results[engine] = {"status": "skipped", "reason": case.peer_limits[engine]}
+                    continue
+                missing = peer_missing(engine) or peer_unsupported(engine, case)
+                if missing:
+                    results[engine] = {"status": "skipped", "reason": missing}
+                    continue
+                spec = {"benchmark": case.benchmark, "dataset": case.dataset,
+                        "engine": engine, "device": device}
+                print(f"[bench] {case.name} {engine} ...", file=sys.stderr, flush=True)
+                t0 = time.perf_counter()
+                results[engine] = measure(spec, timeout, in_process)
+                print(f"[bench]   {results[engine].get('status')} in "
+                      f"{time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+            for rec in finish_case(case, results):
+                line = json.dumps(rec)
+                print(line, flush=True)
+                if fh:
+                    fh.write(line + "\n")
+                    fh.flush()
+                all_records.append(rec)
+    finally:
+        if fh:
+            fh.close()
+    return all_records
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return _child_main(argv[1], argv[2])
+    ap = argparse.ArgumentParser(description="gpu-engine benchmarks with peer engines")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="quick")
+    ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    ap.add_argument("--out", type=Path, help="append the JSON lines to this file too")
+    ap.add_argument("--peers", default=",".join(DEFAULT_PEERS),
+                    help="comma-separated peers (duckdb,clingo,nemo,souffle); '' for none")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only cases whose 'benchmark@size' contains this (repeatable)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run measurements in this process (peak memory is then cumulative)")
+    args = ap.parse_args(argv)
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = [p for p in peers if p not in DEFAULT_PEERS]
+    if unknown:
+        ap.error(f"unknown peers: {unknown}")
+    cases = SUITES[args.suite]
+    if args.only:
+        cases = [c for c in cases if any(o in c.name for o in args.only)]
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    records = run_suite(cases, args.device, peers, args.timeout, args.out, args.in_process)
+    bad = [r for r in records if r["engine"] == ENGINE and r.get("count_ok") is False]
+    for r in bad:
+        print(f"[bench] COUNT MISMATCH {r['benchmark']} {r['size']}: {r['facts']} facts, "
+              f"expected {r['expected_facts']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Shared test configuration: devices, the shared data folder, hypothesis profiles.
+
+- ``device`` fixture: "cpu" always, "gpu" (marked ``gpu``) when CuPy sees a CUDA device.
+  ``GPU_ENGINE_TEST_DEVICE=gpu`` runs only on the GPU (and fails loudly without one);
+  ``GPU_ENGINE_TEST_DEVICE=cpu`` runs only on the CPU.
+- ``shared_dir`` fixture: ``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``.
+- Hypothesis profiles: ``ci`` (default) and ``fuzz`` (when ``FUZZ_EXAMPLES`` is set).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+TESTS_DIR = Path(__file__).resolve().parent
+# Test helpers (reference.py, generators.py, dc_adapter.py) import each other by module name,
+# whatever pytest's import mode or the presence of a tests/__init__.py.
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+CI_EXAMPLES = 150
+
+settings.register_profile(
+    "ci",
+    max_examples=CI_EXAMPLES,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES") or CI_EXAMPLES),
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("fuzz" if os.environ.get("FUZZ_EXAMPLES") else "ci")
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """Whether CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount()) > 0
+    except Exception:  # noqa: BLE001 - any failure means "no usable GPU"
+        return False
+
+
+def device_params() -> list[object]:
+    """The devices the suite runs on (see the module docstring)."""
+    gpu = pytest.param("gpu", marks=pytest.mark.gpu, id="gpu")
+    only = os.environ.get("GPU_ENGINE_TEST_DEVICE", "").strip().lower()
+    if only == "gpu":
+        return [gpu]
+    if only == "cpu" or not gpu_available():
+        return [pytest.param("cpu", id="cpu")]
+    return [pytest.param("cpu", id="cpu"), gpu]
+
+
+@pytest.fixture(scope="session", params=device_params())
+def device(request: pytest.FixtureRequest) -> str:
+    """The engine device under test: "cpu" or "gpu"."""
+    if request.param == "gpu" and not gpu_available():
+        pytest.fail("GPU_ENGINE_TEST_DEVICE=gpu, but CuPy finds no CUDA device")
+    return str(request.param)
+
+
+def locate_shared_dir() -> Path | None:
+    """``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``; None if absent."""
+    sibling = TESTS_DIR.parents[1] / "shared"
+    if sibling.is_dir():
+        return sibling
+    env = os.environ.get("GPU_ENGINE_SHARED")
+    if env and Path(env).is_dir():
+        return Path(env)
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared data folder (conformance cases, benchmark data); skips when absent."""
+    found = locate_shared_dir()
+    if found is None:
+        pytest.skip(
+            f"shared data folder not found: neither {TESTS_DIR.parents[1] / 'shared'} "
+            "nor $GPU_ENGINE_SHARED exists"
+        )
+    return found

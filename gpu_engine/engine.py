@@ -145,7 +145,7 @@ class Engine:
                             sources.append(prev[a.relation])  # I \ Δ
                         else:
                             sources.append(self.store[a.relation])  # I
-                    self._fire(rule, sources, outputs, rstats)
+                    self._fire(rule, sources, outputs, rstats, delta[atoms[p].relation])
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
@@ -158,11 +158,11 @@ class Engine:
         return st
 
     def _fire(self, rule: Rule, sources: list[RunSet], outputs: dict[str, list[RuleOutput]],
-              rstats: dict[int, RuleStats]) -> None:
+              rstats: dict[int, RuleStats], delta: RunSet | None = None) -> None:
         t0 = time.perf_counter()
         negated = {lit.atom.relation: self.store[lit.atom.relation]
                    for lit in rule.body if isinstance(lit, Negation)}
-        outs = self.evaluator.evaluate(rule, sources, negated)
+        outs = self.evaluator.evaluate(rule, sources, negated, delta)
         outputs[rule.head.relation].extend(outs)
         rs = rstats[id(rule)]
         rs.derivations += sum(o.n for o in outs)

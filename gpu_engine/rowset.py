@@ -39,15 +39,27 @@ class RowSet:
     """Sorted unique rows.  ``keys`` sort like the rows under ``spec`` (None: arity <= 1)."""
 
     be: Backend
-    cols: tuple[Any, ...]
+    cols_: tuple[Any, ...] | None  # None: unpacked from the keys on first use
     keys: Any
     spec: K.KeySpec | None
     n: int
     _indexes: dict[Any, JoinIndex] = field(default_factory=dict, repr=False)
 
     @property
+    def cols(self) -> tuple[Any, ...]:
+        """The columns (for packed runs materialised lazily from the keys: a run that is
+        only probed for membership never needs them)."""
+        if self.cols_ is None:
+            assert self.spec is not None
+            self.cols_ = K.unpack(self.be, self.keys, self.spec)
+        return self.cols_
+
+    @property
     def arity(self) -> int:
-        return len(self.cols)
+        if self.cols_ is not None:
+            return len(self.cols_)
+        assert self.spec is not None
+        return len(self.spec.offsets)
 
     def __len__(self) -> int:
         return self.n
@@ -99,7 +111,8 @@ class RowSet:
         idx = self.be.xp.flatnonzero(mask)
         if len(idx) == self.n:
             return self
-        return RowSet(self.be, S.take_rows(self.cols, idx), self.keys[idx], self.spec, len(idx))
+        cols = None if self.cols_ is None else S.take_rows(self.cols_, idx)
+        return RowSet(self.be, cols, self.keys[idx], self.spec, len(idx))
 
     def merge(self, other: RowSet) -> RowSet:
         """Union with a disjoint sorted row set, by a linear merge."""
@@ -115,6 +128,9 @@ class RowSet:
             return u
         ok = other.keys if (self.arity == 1 or other.spec == me.spec) else _keys_with(
             self.be, other.cols, me.spec)
+        if self.arity > 1:  # packed: merge the keys only; columns are unpacked on demand
+            mk, _ = S.merge_disjoint(self.be, me.keys, (), ok, ())
+            return RowSet(self.be, None, mk, me.spec, len(mk))
         mk, mcols = S.merge_disjoint(self.be, me.keys, me.cols, ok, other.cols)
         return RowSet(self.be, mcols, mk, me.spec, len(mk))
 
@@ -216,8 +232,12 @@ class RowSet:
         """(min, max) of the first column as host ints (rows are sorted; cached)."""
         rng = self._indexes.get("range")
         if rng is None:
-            c = self.cols[0]
-            rng = tuple(int(v) for v in self.be.to_host(c[self.be.xp.asarray([0, -1])]))
+            ends = self.be.xp.asarray([0, self.n - 1])
+            if self.cols_ is None and self.spec is not None:
+                c = K.unpack(self.be, self.keys[ends], self.spec)[0]
+            else:
+                c = self.cols[0][ends]
+            rng = tuple(int(v) for v in self.be.to_host(c))
             self._indexes["range"] = rng
         return rng
 
@@ -248,6 +268,8 @@ class RowSet:
         spec = K.make_spec(mins, maxs, headroom=1)
         if spec is None:
             return RowSet(self.be, self.cols, self.keys, None, self.n)  # ranked path
+        if self.cols_ is None and self.spec is not None:  # re-key without unpacking twice
+            return RowSet(self.be, None, K.pack(self.be, self.cols, spec), spec, self.n)
         return RowSet(self.be, self.cols, K.pack(self.be, self.cols, spec), spec, self.n)
 
     # --- join indexes ---------------------------------------------------------------

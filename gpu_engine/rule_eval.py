@@ -47,13 +47,17 @@ class RuleEvaluator:
         self.be = be
         self.symbols = symbols
         self.expr = ExprEvaluator(be, symbols)
+        self._delta: RunSet | None = None
 
     # --- public -----------------------------------------------------------------------
 
-    def evaluate(self, rule: Rule, sources: list[RunSet], negated: dict[str, RunSet]
-                 ) -> list[RuleOutput]:
+    def evaluate(self, rule: Rule, sources: list[RunSet], negated: dict[str, RunSet],
+                 delta: RunSet | None = None) -> list[RuleOutput]:
         """Evaluate ``rule``; ``sources[i]`` is the version read by the i-th positive atom,
-        ``negated[name]`` the relation a negated atom tests against."""
+        ``negated[name]`` the relation a negated atom tests against.  ``delta`` (the Δ of
+        a seminaive variant) is scanned first: it is read once, so indexing it would be
+        wasted, while the other inputs' indexes are cached across rounds."""
+        self._delta = delta
         atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
         filters = [lit for lit in rule.body if not isinstance(lit, Atom)]
         if any(len(s) == 0 for s in sources):
@@ -91,7 +95,8 @@ class RuleEvaluator:
             _, (atom, src) = item
             vs = _atom_vars(atom)
             connected = bool(vs & bound) or not vs or not bound
-            return (0 if connected else 1, len(src))
+            first_delta = 0 if (not bound and src is self._delta) else 1
+            return (0 if connected else 1, first_delta, len(src))
 
         return min(enumerate(atoms), key=score)[0]
 

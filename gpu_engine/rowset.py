@@ -24,6 +24,16 @@ class JoinIndex:
     spec: K.KeySpec | None  # packing of the key columns; None = zero key columns or ranked
     key_cols: tuple[Any, ...] | None = None  # ranked path: the sorted key columns
     _ends: Any = None
+    _offsets: Any = False  # False: not computed yet; None: keys too sparse for CSR
+
+    def offsets(self, be: Backend) -> Any:
+        """Direct-address (CSR) offsets when the packed keys are dense enough, else None."""
+        if self._offsets is False:
+            from kernels.join import dense_offsets
+
+            n = len(self.sorted_keys)
+            self._offsets = dense_offsets(be, self.sorted_keys, max(4 * n, 1 << 16))
+        return self._offsets
 
     def ends(self, be: Backend) -> Any:
         """End of each key's run of equal keys (computed once per index)."""

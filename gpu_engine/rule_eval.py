@@ -140,7 +140,12 @@ class RuleEvaluator:
             return xp.zeros(n, dtype=INDEX), xp.full(n, m, dtype=INDEX)
         if idx.spec is not None:
             pk = K.pack_probe(be, probe_cols, idx.spec)
-            return J.probe(be, pk, idx.sorted_keys, idx.ends(be) if n > 64 else None)
+            if n <= 64:
+                return J.probe(be, pk, idx.sorted_keys)
+            off = idx.offsets(be)
+            if off is not None:  # dense keys: direct addressing
+                return J.probe_dense(be, pk, off)
+            return J.probe(be, pk, idx.sorted_keys, idx.ends(be))
         # ranked general path: rank probe and index keys jointly
         assert idx.key_cols is not None
         pk, ik = K.joint_keys(be, probe_cols, list(idx.key_cols))

@@ -29,6 +29,29 @@ def run_ends(be: Backend, sorted_keys: Any) -> Any:
     return ends[run_id]
 
 
+def dense_offsets(be: Backend, sorted_keys: Any, max_span: int) -> Any | None:
+    """CSR offsets of sorted non-negative keys when their range is at most ``max_span``:
+    the matches of key k are positions ``[off[k], off[k + 1])`` (a direct-address index).
+    """
+    xp = be.xp
+    if len(sorted_keys) == 0:
+        return None
+    top = be.scalar(sorted_keys[-1])
+    if be.scalar(sorted_keys[0]) < 0 or top + 1 > max_span:
+        return None
+    return xp.searchsorted(sorted_keys, xp.arange(top + 2, dtype=INDEX)).astype(INDEX)
+
+
+def probe_dense(be: Backend, probe_keys: Any, offsets: Any) -> tuple[Any, Any]:
+    """:func:`probe` through CSR offsets: two gathers instead of binary searches."""
+    xp = be.xp
+    span = len(offsets) - 1
+    ok = (probe_keys >= 0) & (probe_keys < span)
+    k = xp.where(ok, probe_keys, 0)
+    lo = offsets[k]
+    return lo, xp.where(ok, offsets[k + 1] - lo, 0).astype(INDEX)
+
+
 def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any, ends: Any | None = None
           ) -> tuple[Any, Any]:
     """For every probe key, the first matching build position and the number of matches.

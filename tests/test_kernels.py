@@ -34,6 +34,11 @@ def test_join_matches_nested_loops(device, left, right, budget):
     lo2, cnt2 = join.probe(be, lk, rk[order], join.run_ends(be, rk[order]))
     assert be.to_host(cnt2).tolist() == be.to_host(cnt).tolist()
     nz = be.to_host(cnt) > 0
+    off = join.dense_offsets(be, rk[order] + 10, 1000)  # shift: keys must be non-negative
+    if off is not None:
+        lo3, cnt3 = join.probe_dense(be, lk + 10, off)
+        assert be.to_host(cnt3).tolist() == be.to_host(cnt).tolist()
+        assert be.to_host(lo3)[nz].tolist() == be.to_host(lo)[nz].tolist()
     assert be.to_host(lo2)[nz].tolist() == be.to_host(lo)[nz].tolist()
     got = []
     for li, bpos in join.join_chunks(be, lo, cnt, budget=budget):

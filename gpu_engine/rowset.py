@@ -223,8 +223,9 @@ class RowSet:
         cols = S.take_rows(self.cols, keep)
         return RowSet(self.be, cols, self.keys[keep], self.spec, len(cols[0]))
 
-    def contains(self, cols: tuple[Any, ...]) -> Any:
-        """Mask: which of the given rows are in this set."""
+    def contains(self, cols: tuple[Any, ...], rows_sorted: bool = False) -> Any:
+        """Mask: which of the given rows are in this set (``rows_sorted``: the rows come
+        in lexicographic order, which allows a linear merge)."""
         xp = self.be.xp
         n = len(cols[0]) if cols else 0
         if self.arity == 0:
@@ -232,9 +233,11 @@ class RowSet:
         if self.n == 0:
             return xp.zeros(n, dtype=bool)
         if self.arity == 1:
-            return S.isin_sorted(self.be, cols[0], self.keys)
+            return S.isin_sorted(self.be, cols[0], self.keys, rows_sorted)
         if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
-            return S.isin_sorted(self.be, K.pack_probe(self.be, cols, self.spec), self.keys)
+            # packing with a covering layout keeps sorted rows sorted
+            return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,
+                                 rows_sorted)
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 

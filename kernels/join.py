@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from . import cpu_numba as _numba
 from .backend import INDEX, Backend
 
 
@@ -85,6 +86,8 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
     total = be.scalar(ends[-1])
     if total == 0:
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    if not be.is_gpu and total >= _numba.MIN_ROWS and _numba.AVAILABLE:
+        return _numba.expand(lo[start:stop], c, start, total)
     # linear expansion: mark where each non-empty run starts, prefix-sum the marks
     nz = xp.flatnonzero(c > 0)
     starts = (ends - c)[nz]

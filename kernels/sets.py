@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import cpu_numba as _numba
 from .backend import INDEX, Backend
 
 Columns = Sequence[Any]
@@ -42,11 +43,17 @@ def sort_unique(be: Backend, keys: Any) -> tuple[Any, Any]:
     return sk[pos], order[pos]
 
 
-def isin_sorted(be: Backend, keys: Any, sorted_keys: Any) -> Any:
-    """Boolean mask: which ``keys`` occur in ``sorted_keys`` (the semi-join test)."""
+def isin_sorted(be: Backend, keys: Any, sorted_keys: Any, keys_sorted: bool = False) -> Any:
+    """Boolean mask: which ``keys`` occur in ``sorted_keys`` (the semi-join test).
+
+    With ``keys_sorted`` (and large inputs on the CPU) a parallel linear merge replaces
+    the binary searches.
+    """
     xp = be.xp
     if len(sorted_keys) == 0 or len(keys) == 0:
         return xp.zeros(len(keys), dtype=bool)
+    if keys_sorted and not be.is_gpu and len(keys) >= _numba.MIN_ROWS and _numba.AVAILABLE:
+        return _numba.isin_sorted_merge(keys, sorted_keys)
     idx = xp.searchsorted(sorted_keys, keys)
     idx = xp.minimum(idx, len(sorted_keys) - 1)
     return sorted_keys[idx] == keys

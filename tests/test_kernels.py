@@ -105,3 +105,23 @@ def test_merge_disjoint_and_membership(device, a, b):
     probe = be.asarray(np.arange(-60, 60, dtype=np.int64))
     mask = be.to_host(sets.isin_sorted(be, probe, ak)).tolist()
     assert mask == [v in a for v in range(-60, 60)]
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_large_inputs_take_the_parallel_cpu_paths_with_the_same_results(device):
+    be = get_backend(device)
+    rng = np.random.default_rng(7)
+    hay = np.unique(rng.integers(0, 1 << 22, 400_000))
+    needles = np.unique(rng.integers(-10, (1 << 22) + 10, 300_000))
+    got = be.to_host(sets.isin_sorted(be, be.asarray(needles), be.asarray(hay), True))
+    assert (got == np.isin(needles, hay)).all()
+    build = be.asarray(np.sort(rng.integers(0, 1000, 50_000)))
+    probe_keys = be.asarray(rng.integers(0, 1000, 5_000))
+    lo, cnt = join.probe(be, probe_keys, build)
+    total = join.join_size(be, cnt)
+    assert total >= 1 << 17
+    pi, bpos = join.expand(be, lo, cnt)
+    pk, bk = be.to_host(probe_keys), be.to_host(build)
+    pi, bpos = be.to_host(pi), be.to_host(bpos)
+    assert len(pi) == total and (pk[pi] == bk[bpos]).all()
+    assert len(set(zip(pi.tolist(), bpos.tolist()))) == total

@@ -142,7 +142,7 @@ class Program:
     rules: tuple[Rule, ...] = ()
     facts: dict[str, list[Row]] = field(default_factory=dict)
     inline_facts: dict[str, list[Row]] = field(default_factory=dict)
-    fact_formats: dict[str, str] = field(default_factory=dict)  # numpy | arrow | pandas
+    fact_formats: dict[str, str] = field(default_factory=dict)  # one of FACT_FORMATS
     symbol_subtype: bool = False  # declare symbol columns with a `.type Sym <: symbol`
 
     def relation(self, name: str) -> Relation:
@@ -237,33 +237,55 @@ def render_program(program: Program, *, inputs: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+FACT_FORMATS = ("arrow", "arrow_narrow", "numpy", "pandas", "pandas_string")
+
+
+def _numpy_rows(rel: Relation, rows: list[Row]) -> np.ndarray:
+    """A 2-D array: int64 for numbers, fixed-width unicode for symbols, object when mixed."""
+    if set(rel.types) == {NUMBER}:
+        return np.array(rows, dtype=np.int64).reshape(len(rows), rel.arity)
+    if set(rel.types) == {SYMBOL} and rows:
+        return np.array(rows, dtype=str).reshape(len(rows), rel.arity)
+    return np.array(rows, dtype=object).reshape(len(rows), rel.arity)
+
+
 def engine_facts(program: Program) -> dict[str, Any]:
-    """External facts in the format chosen per relation: numpy array, pyarrow or pandas."""
+    """External facts in the format chosen per relation (FACT_FORMATS): a 2-D numpy array,
+    a pyarrow Table (int64/string, or int32/dictionary-encoded strings) or a pandas DataFrame
+    (int64/object, or int32/"string" dtype)."""
+    import pandas as pd
+
     out: dict[str, Any] = {}
     for name, rows in program.facts.items():
         rel = program.relation(name)
         fmt = program.fact_formats.get(name, "arrow")
-        homogeneous = len(set(rel.types)) == 1
-        if fmt == "numpy" and homogeneous:
-            dtype: Any = np.int64 if rel.types[0] == NUMBER else object
-            out[name] = np.array(rows, dtype=dtype).reshape(len(rows), rel.arity)
+        if fmt == "numpy":
+            out[name] = _numpy_rows(rel, rows)
             continue
-        columns = {attr: [row[i] for row in rows] for i, attr in enumerate(rel.attrs)}
+        columns = [
+            (attr, [row[i] for row in rows], t)
+            for i, (attr, t) in enumerate(zip(rel.attrs, rel.types, strict=True))
+        ]
         if fmt == "pandas":
-            import pandas as pd
-
             out[name] = pd.DataFrame(
+                {a: pd.Series(c, dtype="int64" if t == NUMBER else "object") for a, c, t in columns}
+            )
+        elif fmt == "pandas_string":
+            out[name] = pd.DataFrame(
+                {a: pd.Series(c, dtype="int32" if t == NUMBER else "string") for a, c, t in columns}
+            )
+        elif fmt == "arrow_narrow":
+            out[name] = pa.table(
                 {
-                    a: pd.Series(c, dtype="int64" if t == NUMBER else "object")
-                    for (a, c), t in zip(columns.items(), rel.types, strict=True)
+                    a: pa.array(c, pa.int32())
+                    if t == NUMBER
+                    else pa.array(c, pa.string()).dictionary_encode()
+                    for a, c, t in columns
                 }
             )
         else:
             out[name] = pa.table(
-                {
-                    a: pa.array(c, type=pa.int64() if t == NUMBER else pa.string())
-                    for (a, c), t in zip(columns.items(), rel.types, strict=True)
-                }
+                {a: pa.array(c, pa.int64() if t == NUMBER else pa.string()) for a, c, t in columns}
             )
     return out
 
@@ -359,7 +381,7 @@ def _arg(
     if k in (15, 16) and repeated:
         return Var(draw(st.sampled_from(repeated)))
     if k < 17:
-        if fresh_ok and (k < 8 or not earlier):
+        if fresh_ok and (k < 5 or not earlier):
             return scope.fresh(col_type)
         if earlier:
             return Var(draw(st.sampled_from(earlier)))
@@ -525,7 +547,7 @@ def programs(
         if rel.arity > 0 and draw(st.integers(0, 9)) < (9 if level[rel.name] == 0 else 8):
             size = 0 if draw(st.integers(0, 9)) == 0 else draw(st.integers(1, max_facts))
             facts[rel.name] = draw(st.lists(rows(rel), min_size=size, max_size=size))
-            formats[rel.name] = draw(st.sampled_from(["arrow", "numpy", "pandas"]))
+            formats[rel.name] = draw(st.sampled_from(FACT_FORMATS))
         if rel.arity == 0:
             if draw(st.booleans()):
                 inline[rel.name] = [()]
@@ -662,5 +684,5 @@ def arithmetic_programs(draw: Draw, wide: bool = False) -> Program:
         relations=(v, head, cmp, bind),
         rules=rules,
         facts={"v": rows_},
-        fact_formats={"v": draw(st.sampled_from(["arrow", "numpy", "pandas"]))},
+        fact_formats={"v": draw(st.sampled_from(FACT_FORMATS))},
     )

@@ -149,8 +149,11 @@ def _ready(lit: Literal, bound: set[str]) -> bool:
     return term_vars(lit.left) | term_vars(lit.right) <= bound or _binding(lit, bound) is not None
 
 
-def _match(atom: Atom, rows: set[Row], envs: list[Env], bound: set[str]) -> list[Env]:
-    """Join ``envs`` with the rows of ``atom`` (an index on the already ground arguments)."""
+def _match(
+    atom: Atom, rows: set[Row], envs: list[Env], bound: set[str], limit: int | None = None
+) -> list[Env]:
+    """Join ``envs`` with the rows of ``atom`` (an index on the already ground arguments);
+    more than ``limit`` results raise LimitExceeded."""
     keyed = [
         i for i, a in enumerate(atom.args) if not isinstance(a, Wild) and term_vars(a) <= bound
     ]
@@ -170,11 +173,16 @@ def _match(atom: Atom, rows: set[Row], envs: list[Env], bound: set[str]) -> list
                         break
             if ok:
                 out.append(new)
+        if limit is not None and len(out) > limit:
+            raise LimitExceeded(f"more than {limit} partial matches for {atom}")
     return out
 
 
-def solve(body: tuple[Literal, ...], db: dict[str, set[Row]]) -> tuple[list[Env], set[str]]:
-    """All variable assignments satisfying a conjunction, and the set of bound variables.
+def solve(
+    body: tuple[Literal, ...], db: dict[str, set[Row]], limit: int | None = None
+) -> tuple[list[Env], set[str]]:
+    """All variable assignments satisfying a conjunction, and the set of bound variables
+    (more than ``limit`` partial assignments raise LimitExceeded).
 
     Literal order in the text does not matter: filters and bindings run as soon as their
     variables are bound, positive atoms otherwise. The order depends only on the rule, so an
@@ -199,7 +207,7 @@ def solve(body: tuple[Literal, ...], db: dict[str, set[Row]]) -> tuple[list[Env]
             raise UnsafeRule(f"ungrounded variables in {pending}")
         pending.remove(lit)
         if isinstance(lit, Atom):
-            envs = _match(lit, db[lit.rel], envs, bound)
+            envs = _match(lit, db[lit.rel], envs, bound, limit)
             bound |= set().union(*(term_vars(a) for a in lit.args))
         elif isinstance(lit, Neg):
             args = lit.atom.args
@@ -219,11 +227,11 @@ def solve(body: tuple[Literal, ...], db: dict[str, set[Row]]) -> tuple[list[Env]
     return envs, bound
 
 
-def fire(rule: Rule, db: dict[str, set[Row]]) -> set[Row]:
+def fire(rule: Rule, db: dict[str, set[Row]], limit: int | None = None) -> set[Row]:
     """All head tuples a rule derives from ``db``."""
     out: set[Row] = set()
     for body in rule.conjunctions():
-        envs, bound = solve(body, db)
+        envs, bound = solve(body, db, limit)
         for arg in rule.head.args:
             if isinstance(arg, Wild) or not term_vars(arg) <= bound:
                 raise UnsafeRule(f"head argument {arg} is not grounded in {rule}")
@@ -317,7 +325,12 @@ def _check_arity(program: Program) -> None:
 
 
 def evaluate(program: Program, max_tuples: int | None = None) -> dict[str, set[Row]]:
-    """The materialisation: every declared relation mapped to its set of tuples."""
+    """The materialisation: every declared relation mapped to its set of tuples.
+
+    With ``max_tuples``, LimitExceeded is raised when the database grows beyond it or one rule
+    has more than 50 times as many partial matches (keeps the naive joins cheap).
+    """
+    limit = None if max_tuples is None else 50 * max_tuples
     _check_arity(program)
     eqrel = {r.name for r in program.relations if r.eqrel}
     db: dict[str, set[Row]] = {r.name: set() for r in program.relations}
@@ -329,7 +342,7 @@ def evaluate(program: Program, max_tuples: int | None = None) -> dict[str, set[R
         while True:
             new = {n: set(base[n]) for n in stratum}
             for rule in rules:
-                new[rule.head.rel] |= fire(rule, db)
+                new[rule.head.rel] |= fire(rule, db, limit)
             for n in stratum:
                 if n in eqrel:
                     new[n] = equivalence_closure(new[n])

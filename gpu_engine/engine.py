@@ -212,6 +212,45 @@ class Engine:
     def size(self, name: str) -> int:
         return len(self.store[name])
 
+    def explicit_columns(self, name: str) -> tuple[np.ndarray, ...]:
+        """The explicit facts E of ``name`` as host int64 columns (sorted)."""
+        return tuple(self.be.to_host(c) for c in self.explicit[name].cols)
+
+    def counter_arrays(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(c_nr, c_r) as host arrays aligned with :meth:`columns` (needs counters)."""
+        if name not in self.counters:
+            raise RuntimeError("no derivation counters: materialise with counting enabled")
+        self.store[name] = self.store[name].compacted()
+        c = self.counters[name]
+        return self.be.to_host(c.nonrec), self.be.to_host(c.rec)
+
+    def install_state(self, explicit: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                      materialised: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                      counters: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
+        """Install a saved state: E and I as (sorted unique host columns, row count) per
+        relation, and counters aligned with I's rows (or None).  Relations not given
+        are empty."""
+        def rows(cols: tuple[np.ndarray, ...], n: int, arity: int) -> RowSet:
+            dev = tuple(self.be.asarray(c) for c in cols)
+            return RowSet.from_columns(self.be, dev, arity, n_rows=n)
+
+        for name, rel in self.program.relations.items():
+            cols, n = explicit.get(name, ((), 0))
+            self.explicit[name] = rows(cols, n, rel.arity) if n else RowSet.empty(
+                self.be, rel.arity)
+            cols, n = materialised.get(name, ((), 0))
+            self.store[name] = RunSet.of(rows(cols, n, rel.arity)) if n else RunSet.empty(
+                self.be, rel.arity)
+        self.counters = {}
+        if counters is not None:
+            for name in self.program.relations:
+                m = len(self.store[name])
+                nr, r = counters.get(name, (np.zeros(m), np.zeros(m)))
+                if len(nr) != m or len(r) != m:
+                    raise ValueError(f"counters of {name} do not match its {m} facts")
+                self.counters[name] = Counters(self.be.asarray(nr), self.be.asarray(r))
+        self.materialised = True
+
 
 def _atoms(rule: Rule) -> list[Atom]:
     return [lit for lit in rule.body if isinstance(lit, Atom)]

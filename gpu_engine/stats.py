@@ -56,3 +56,25 @@ class MaterialisationStats:
             "peak_device_bytes": self.peak_device_bytes,
             "strata": [s.to_dict() for s in self.strata],
         }
+
+
+@dataclass
+class UpdateStats:
+    """One incremental update: what changed and what the algorithm did."""
+
+    algorithm: str
+    device: str
+    seconds: float = 0.0
+    deleted: int = 0  # |E⁻| after normalisation (E⁻ ∩ E) \ E⁺
+    inserted: int = 0  # |E⁺| after normalisation E⁺ \ E
+    overdeleted: int = 0  # |D|
+    rederived: int = 0  # facts of D that held after all (|D ∩ A| for DRed-style algorithms)
+    added: int = 0  # |A|
+    facts: int = 0  # facts in the new materialisation
+    derivations: int = 0  # rule instances considered (forward and backward)
+    backward: int = 0  # rule instances matched "backwards" (DRed, B/F)
+    strata: list[dict] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,13 @@ import pyarrow as pa
 
 from gpu_engine.engine import Engine
 from gpu_engine.ir import ProgramError
-from gpu_engine.stats import MaterialisationStats
+from gpu_engine.stats import MaterialisationStats, UpdateStats
 from gpu_engine.values import encode_scalar
 from kernels.backend import get_backend
 
 from .dictionary import SymbolTable
 from .io import FactsError, decode_column, encode_column, read_facts, render_rows
-from .parser import ParsedProgram, parse_file, parse_program
+from .parser import ParsedProgram, parse_program
 
 
 class Reasoner:
@@ -32,11 +33,12 @@ class Reasoner:
     """
 
     def __init__(self, program: str | Path, device: str = "auto", *, counting: bool = False,
-                 progress: Any = None) -> None:
-        self.parsed: ParsedProgram = _parse(program)
+                 progress: Any = None, symbols: SymbolTable | None = None) -> None:
+        self.source_text, self.source_name = _source(program)
+        self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
         self.program = self.parsed.program
         self.backend = get_backend(device)
-        self.symbols = SymbolTable()
+        self.symbols = symbols if symbols is not None else SymbolTable()
         self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
                              progress=progress)
         self.stats: MaterialisationStats | None = None
@@ -98,6 +100,41 @@ class Reasoner:
 
     materialize = materialise
 
+    def update(self, insert: Mapping[str, Any] | None = None,
+               delete: Mapping[str, Any] | None = None,
+               algorithm: str | None = None) -> UpdateStats:
+        """Insert and delete explicit facts and bring the materialisation up to date.
+
+        ``insert`` and ``delete`` map relation names to facts in any form ``add_facts``
+        takes.  ``algorithm`` is one of ``remat``, ``remat1c``, ``remat2c``, ``dred``,
+        ``counting``, ``dredc``, ``bf``, ``bfc``; by default Counting when no stratum is
+        recursive, otherwise DRed^c.  The update is atomic: if it raises, the explicit
+        facts, the materialisation and the counters are those from before the call.
+        """
+        from gpu_engine.maintenance import apply_update
+
+        ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
+        dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
+        self._ensure()
+        return apply_update(self.engine, ins, dele, algorithm)
+
+    def counters(self, name: str) -> pa.Table:
+        """The facts of ``name`` with their derivation counters ``c_nr`` (explicit
+        membership plus non-recursive derivations) and ``c_r`` (recursive derivations)."""
+        table = self.relation(name)
+        nr, r = self.engine.counter_arrays(name)
+        return table.append_column("c_nr", pa.array(nr, pa.int64())).append_column(
+            "c_r", pa.array(r, pa.int64()))
+
+    def explicit(self, name: str) -> pa.Table:
+        """The explicit facts E of ``name`` as a pyarrow Table (symbols decoded), sorted."""
+        rel = self._relation(name)
+        cols = self.engine.explicit_columns(name)
+        if not cols:
+            return pa.table({"holds": pa.array([True] * len(self.engine.explicit[name]))})
+        arrays = [decode_column(c, t, self.symbols) for c, (_, t) in zip(cols, rel.attributes)]
+        return pa.table(arrays, names=_unique_names([a for a, _ in rel.attributes]))
+
     # --- results out ------------------------------------------------------------------
 
     def relation(self, name: str) -> pa.Table:
@@ -135,6 +172,15 @@ class Reasoner:
         except KeyError:
             raise ProgramError(f"unknown relation {name!r}") from None
 
+    def _encode(self, relation: str, data: Any) -> tuple[tuple[np.ndarray, ...], int]:
+        """Facts in any ``add_facts`` form as encoded int64 host columns and a row count."""
+        rel = self._relation(relation)
+        cols = _columns_of(data, rel.arity, relation)
+        n = _row_count(data, cols)
+        enc = tuple(encode_column(c, t, self.symbols, f"{relation}.{a}")
+                    for c, (a, t) in zip(cols, rel.attributes))
+        return enc, n
+
     def _add_python_rows(self, name: str, rows: list[tuple]) -> None:
         rel = self._relation(name)
         if rel.arity == 0:
@@ -150,13 +196,14 @@ class Reasoner:
         self.engine.add_facts(name, cols)
 
 
-def _parse(program: str | Path) -> ParsedProgram:
+def _source(program: str | Path) -> tuple[str, str]:
+    """(program text, name used in error locations) for Datalog text or a .dl path."""
     if isinstance(program, Path):
-        return parse_file(program)
+        return program.read_text(encoding="utf-8-sig"), str(program)
     text = str(program)
     if "\n" not in text and text.endswith(".dl") and Path(text).exists():
-        return parse_file(text)
-    return parse_program(text, "<program>")
+        return Path(text).read_text(encoding="utf-8-sig"), text
+    return text, "<program>"
 
 
 def _columns_of(data: Any, arity: int, relation: str) -> list[Any]:

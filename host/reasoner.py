@@ -111,12 +111,22 @@ class Reasoner:
         recursive, otherwise DRed^c.  The update is atomic: if it raises, the explicit
         facts, the materialisation and the counters are those from before the call.
         """
-        from gpu_engine.maintenance import apply_update
 
         ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
         dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
+        return self.update_encoded(ins, dele, algorithm)
+
+    def update_encoded(self, insert: Mapping[str, tuple[tuple[np.ndarray, ...], int]],
+                       delete: Mapping[str, tuple[tuple[np.ndarray, ...], int]],
+                       algorithm: str | None = None) -> UpdateStats:
+        """:meth:`update` with facts already encoded: per relation (int64 host columns in
+        declaration order, row count), as :func:`host.io.read_facts` produces them."""
+        from gpu_engine.maintenance import apply_update
+
+        for name in (*insert, *delete):
+            self._relation(name)
         self._ensure()
-        return apply_update(self.engine, ins, dele, algorithm)
+        return apply_update(self.engine, dict(insert), dict(delete), algorithm)
 
     def counters(self, name: str) -> pa.Table:
         """The facts of ``name`` with their derivation counters ``c_nr`` (explicit

@@ -24,6 +24,25 @@ class SymbolTable:
         self._values: pa.Array | None = pa.array([], type=pa.string())
         self._order: np.ndarray | None = None
 
+    @classmethod
+    def from_values(cls, values: pa.Array | pa.ChunkedArray) -> SymbolTable:
+        """Restore a table saved with :meth:`values`: symbol ``values[i]`` gets id ``i``."""
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_large_string(values.type):
+            values = values.cast(pa.string())
+        if values.type != pa.string():
+            raise ValueError(f"symbol table: expected strings, got {values.type}")
+        if values.null_count:
+            raise ValueError("symbol table: contains nulls")
+        table = cls()
+        table._index = {s: i for i, s in enumerate(values.to_pylist())}
+        if len(table._index) != len(values):
+            raise ValueError("symbol table: contains duplicate symbols")
+        table._chunks = [values] if len(values) else []
+        table._values = values
+        return table
+
     def __len__(self) -> int:
         return len(self._index)
 

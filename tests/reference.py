@@ -352,3 +352,64 @@ def evaluate(program: Program, max_tuples: int | None = None) -> dict[str, set[R
             if max_tuples is not None and sum(map(len, db.values())) > max_tuples:
                 raise LimitExceeded(f"more than {max_tuples} tuples")
     return db
+
+
+# --------------------------------------------------------------------------- derivation counts
+
+Counts = dict[str, dict[Row, tuple[int, int]]]
+
+
+def explicit_facts(program: Program) -> dict[str, set[Row]]:
+    """E: the external and inline facts of every declared relation, as sets."""
+    return {
+        r.name: set(program.facts.get(r.name, [])) | set(program.inline_facts.get(r.name, []))
+        for r in program.relations
+    }
+
+
+def is_recursive(body: tuple[Literal, ...], stratum: set[str]) -> bool:
+    """Whether a conjunction has a positive atom over a relation of the head's stratum."""
+    return any(isinstance(lit, Atom) and lit.rel in stratum for lit in body)
+
+
+def has_recursive_rule(program: Program) -> bool:
+    """Whether some rule (one disjunct counts as one rule) is recursive in its stratum."""
+    stratum_of = {n: frozenset(c) for c in strata(program) for n in c}
+    return any(
+        is_recursive(body, stratum_of[rule.head.rel])
+        for rule in program.rules
+        for body in rule.conjunctions()
+    )
+
+
+def derivation_counts(program: Program, db: dict[str, set[Row]] | None = None) -> Counts:
+    """Per relation and fact F of the materialisation, (c_nr, c_r) as in DRed^c (paper 000).
+
+    c_nr[F] is 1 if F is explicit plus the number of instances of non-recursive rules with head
+    F firing on the materialisation; c_r[F] counts the instances of recursive rules (a positive
+    body atom in the head's stratum). An instance assigns every variable, each ``_`` of a
+    positive atom being a distinct variable; ``_`` in a negated atom is existential. Each
+    disjunct of a rule is a rule of its own. ``db`` is the materialisation if already known.
+    Counters of eqrel relations count only the program's rules (the engine's differ).
+    """
+    if db is None:
+        db = evaluate(program)
+    explicit = explicit_facts(program)
+    counts: dict[str, dict[Row, list[int]]] = {r.name: {} for r in program.relations}
+    for name, rows in db.items():
+        for row in rows:
+            counts[name][row] = [int(row in explicit[name]), 0]
+    for stratum in strata(program):
+        members = set(stratum)
+        for rule in (r for r in program.rules if r.head.rel in members):
+            table = counts[rule.head.rel]
+            for body in rule.conjunctions():
+                slot = 1 if is_recursive(body, members) else 0
+                envs, _ = solve(body, db)
+                for env in envs:
+                    head = tuple(eval_term(a, env) for a in rule.head.args)
+                    assert head in table, f"{rule.head.rel}{head} derived but not materialised"
+                    table[head][slot] += 1
+    return {
+        name: {row: (c[0], c[1]) for row, c in table.items()} for name, table in counts.items()
+    }

@@ -686,3 +686,85 @@ def arithmetic_programs(draw: Draw, wide: bool = False) -> Program:
         facts={"v": rows_},
         fact_formats={"v": draw(st.sampled_from(FACT_FORMATS))},
     )
+
+
+# --------------------------------------------------------------------------- update sequences
+
+
+@dataclass(frozen=True)
+class Update:
+    """One update of the explicit facts: rows to insert and delete per relation (rows may
+    repeat, be absent or present, or occur in both), and the input format per relation."""
+
+    insert: dict[str, list[Row]]
+    delete: dict[str, list[Row]]
+    formats: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """A readable one-line summary."""
+        return f"insert {self.insert!r}, delete {self.delete!r}"
+
+
+def updated_facts(explicit: dict[str, set[Row]], update: Update) -> dict[str, set[Row]]:
+    """E' = (E \\ E⁻) ∪ E⁺ (a fact both inserted and deleted is inserted)."""
+    out = {name: set(rows) for name, rows in explicit.items()}
+    for name, rows in update.delete.items():
+        out[name] -= set(rows)
+    for name, rows in update.insert.items():
+        out[name] |= set(rows)
+    return out
+
+
+def update_data(rel: Relation, rows_: list[Row], fmt: str) -> Any:
+    """Rows of ``rel`` in one of FACT_FORMATS, as ``Reasoner.update`` and ``add_facts`` take
+    them; nullary relations always as an ``(n, 0)`` numpy array."""
+    if rel.arity == 0:
+        return np.empty((len(rows_), 0), dtype=np.int64)
+    tmp = Program(relations=(rel,), facts={rel.name: rows_}, fact_formats={rel.name: fmt})
+    return engine_facts(tmp)[rel.name]
+
+
+def _pick_rows(draw: Draw, rel: Relation, pools: list[list[Row]], max_rows: int) -> list[Row]:
+    """Up to ``max_rows`` rows, each from a random non-empty pool or random (mostly absent)."""
+    if rel.arity == 0:
+        return [()] * draw(st.integers(0, 2))
+    candidates = [sorted(p, key=repr) for p in pools if p] + [[]]
+    out: list[Row] = []
+    for _ in range(draw(st.integers(0, max_rows))):
+        pool = draw(st.sampled_from(candidates))
+        out.append(draw(st.sampled_from(pool)) if pool else draw(rows(rel)))
+    return out
+
+
+@st.composite
+def updates(
+    draw: Draw,
+    program: Program,
+    explicit: dict[str, set[Row]],
+    derived: dict[str, set[Row]],
+    max_relations: int = 3,
+    max_rows: int = 6,
+) -> Update:
+    """An update of ``program``'s explicit facts E, given E and the facts that some rule
+    instance derives: insertions, deletions or both; rows drawn from E (inserting present
+    facts, deleting explicit ones), from derived facts (deleting absent or explicit-and-derived
+    facts, making derived facts explicit) and at random (new facts, also in relations that rules
+    derive; deleting absent facts); sometimes one row is both inserted and deleted."""
+    kind = draw(st.sampled_from(["insert", "delete", "both"]))
+    names = [r.name for r in program.relations]
+    chosen = draw(st.lists(st.sampled_from(names), min_size=1, max_size=max_relations, unique=True))
+    insert: dict[str, list[Row]] = {}
+    delete: dict[str, list[Row]] = {}
+    formats: dict[str, str] = {}
+    for name in chosen:
+        rel = program.relation(name)
+        mine, theirs = explicit.get(name, set()), derived.get(name, set())
+        pools = [list(mine & theirs), list(mine - theirs), list(theirs - mine)]
+        if kind != "insert" and (kind == "delete" or draw(st.booleans())):
+            delete[name] = _pick_rows(draw, rel, pools, max_rows)
+        if kind != "delete" and (kind == "insert" or name not in delete or draw(st.booleans())):
+            insert[name] = _pick_rows(draw, rel, [list(theirs - mine), list(mine)], max_rows)
+            if name in delete and delete[name] and draw(st.integers(0, 3)) == 0:
+                insert[name].append(draw(st.sampled_from(delete[name])))
+        formats[name] = draw(st.sampled_from(FACT_FORMATS))
+    return Update(insert, delete, formats)

@@ -1,4 +1,5 @@
-"""Command line: ``gpu-engine run PROGRAM.dl -F FACTS -D OUT`` (like ``souffle -F -D``)."""
+"""Command line: ``gpu-engine run PROGRAM.dl -F FACTS -D OUT`` (like ``souffle -F -D``), and
+``export`` / ``update`` of a persistent store written by ``run --store``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 from gpu_engine.ir import ProgramError
 
-from .io import write_text_atomic
+from .io import read_facts, write_text_atomic
+
+ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +31,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print time, iterations, facts and derivations per stratum and rule")
     run.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("--store", metavar="STORE_DIR",
+                     help="also commit the program, dictionary, facts, materialisation and "
+                          "derivation counters to this store (for export and update)")
+    exp = sub.add_parser("export", help="write the .output relations of a store")
+    exp.add_argument("store", metavar="STORE_DIR")
+    exp.add_argument("-D", "--output", default=".",
+                     help="directory for .output relations ('-' prints them)")
+    exp.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    upd = sub.add_parser("update", help="insert and delete explicit facts of a store and "
+                                        "maintain its materialisation incrementally")
+    upd.add_argument("store", metavar="STORE_DIR")
+    upd.add_argument("--insert", metavar="FACTS_DIR",
+                     help="directory of fact files to insert (named like the -F inputs)")
+    upd.add_argument("--delete", metavar="FACTS_DIR",
+                     help="directory of fact files to delete (named like the -F inputs)")
+    upd.add_argument("--algorithm", choices=ALGORITHMS,
+                     help="maintenance algorithm (default: Counting when no stratum is "
+                          "recursive, otherwise DRed^c)")
+    upd.add_argument("-D", "--output", help="also write the .output relations here "
+                                            "('-' prints them)")
+    upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    upd.add_argument("--stats", action="store_true", help="print the update statistics")
+    upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
+    upd.add_argument("--quiet", action="store_true", help="no progress display")
     return p
 
 
@@ -36,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "export":
+            return _export(args)
+        if args.command == "update":
+            return _update(args)
     except ProgramError as exc:
         print(f"{exc}" if exc.loc else f"gpu-engine: error: {exc}", file=sys.stderr)
         return 1
@@ -51,7 +82,8 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
     with progress:
-        r = Reasoner(Path(args.program), device=args.device, progress=progress.hook)
+        r = Reasoner(Path(args.program), device=args.device, progress=progress.hook,
+                     counting=bool(args.store))
         for note in r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
@@ -59,18 +91,47 @@ def _run(args: argparse.Namespace) -> int:
         progress.status("materialising")
         stats = r.materialise()
         # render everything before writing anything, so an error writes no output
-        outputs: list[tuple[str, str, str]] = []
-        for d in r.parsed.directives:
-            if d.kind == "output":
-                io = d.params.get("IO", "file")
-                delim = d.params.get("delimiter", "\t").encode().decode("unicode_escape")
-                fname = d.params.get("filename", f"{d.relation}.csv")
-                dest = "-" if (io == "stdout" or args.output == "-") else fname
-                outputs.append((d.relation, dest, r.render(d.relation, delim)))
-        sizes = [(d.relation, r.engine.size(d.relation))
-                 for d in r.parsed.directives if d.kind == "printsize"]
-    out_dir = Path(args.output)
-    if args.output != "-" and any(dest != "-" for _, dest, _ in outputs):
+        outputs = _render_outputs(r, args.output)
+        if args.store:
+            from .store import save_store
+
+            progress.status("saving the store")
+            save_store(r, args.store)
+    _write_outputs(outputs, args.output)
+    total = time.perf_counter() - t0
+    if args.stats:
+        _print_stats(stats, r.load_seconds, total)
+    if args.stats_json:
+        d = stats.to_dict()
+        d.update(load_seconds=r.load_seconds, total_seconds=total, program=args.program)
+        Path(args.stats_json).write_text(json.dumps(d, indent=2))
+    return 0
+
+
+Outputs = tuple[list[tuple[str, str, str]], list[tuple[str, int]]]
+
+
+def _render_outputs(r: Any, output: str) -> Outputs:
+    """The ``.output`` relations as (relation, destination, text), and the ``.printsize``
+    sizes; ``output == "-"`` sends every relation to stdout."""
+    outputs: list[tuple[str, str, str]] = []
+    for d in r.parsed.directives:
+        if d.kind == "output":
+            io = d.params.get("IO", "file")
+            delim = d.params.get("delimiter", "\t").encode().decode("unicode_escape")
+            fname = d.params.get("filename", f"{d.relation}.csv")
+            dest = "-" if (io == "stdout" or output == "-") else fname
+            outputs.append((d.relation, dest, r.render(d.relation, delim)))
+    sizes = [(d.relation, r.engine.size(d.relation))
+             for d in r.parsed.directives if d.kind == "printsize"]
+    return outputs, sizes
+
+
+def _write_outputs(rendered: Outputs, output: str) -> None:
+    """Write what :func:`_render_outputs` rendered (files atomically) and print sizes."""
+    outputs, sizes = rendered
+    out_dir = Path(output)
+    if output != "-" and any(dest != "-" for _, dest, _ in outputs):
         out_dir.mkdir(parents=True, exist_ok=True)
     for rel, dest, text in outputs:
         if dest == "-":
@@ -81,14 +142,81 @@ def _run(args: argparse.Namespace) -> int:
             write_text_atomic(path, text)
     for rel, n in sizes:
         print(f"{rel}\t{n}")
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    r = open_store(args.store, device=args.device)
+    _write_outputs(_render_outputs(r, args.output), args.output)
+    return 0
+
+
+def _update(args: argparse.Namespace) -> int:
+    from .store import StoreError, current_version, open_store, save_store, store_lock
+
+    if current_version(args.store) is None:  # never create a lock file in a non-store
+        raise StoreError(f"store {args.store} does not exist or has no committed version")
+    t0 = time.perf_counter()
+    progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
+    with progress, store_lock(args.store):  # load-update-commit runs alone on the store
+        progress.status("loading the store")
+        r = open_store(args.store, device=args.device)
+        progress.status("reading facts")
+        insert = _read_update_facts(r, args.insert) if args.insert else {}
+        delete = _read_update_facts(r, args.delete) if args.delete else {}
+        progress.status("updating")
+        stats = r.update_encoded(insert, delete, args.algorithm)
+        outputs = _render_outputs(r, args.output) if args.output else None
+        progress.status("committing")
+        save_store(r, args.store)
+    if outputs is not None:
+        _write_outputs(outputs, args.output)
     total = time.perf_counter() - t0
     if args.stats:
-        _print_stats(stats, r.load_seconds, total)
+        _print_update_stats(stats, total)
     if args.stats_json:
         d = stats.to_dict()
-        d.update(load_seconds=r.load_seconds, total_seconds=total, program=args.program)
+        d.update(total_seconds=total, store=args.store)
         Path(args.stats_json).write_text(json.dumps(d, indent=2))
     return 0
+
+
+def _read_update_facts(r: Any, facts_dir: str) -> dict[str, tuple[tuple[Any, ...], int]]:
+    """Read the fact files of an update directory, encoded with the store's dictionary.
+
+    ``.input`` relations use their directive's filename and delimiter (an absolute
+    filename is looked up by its base name in ``facts_dir``); every other relation reads
+    ``<rel>.facts`` (tab-separated).  A missing file means no facts.
+    """
+    import numpy as np
+
+    d = Path(facts_dir)
+    if not d.is_dir():
+        raise FileNotFoundError(f"{facts_dir}: no such fact directory")
+    sources: dict[str, list[tuple[str, str]]] = {}
+    for dr in r.parsed.directives:
+        if dr.kind == "input":
+            fname = Path(dr.params.get("filename", f"{dr.relation}.facts")).name
+            delim = dr.params.get("delimiter", "\t")
+            delim = delim.encode().decode("unicode_escape") if "\\" in delim else delim
+            sources.setdefault(dr.relation, []).append((fname, delim))
+    for name in r.program.relations:
+        sources.setdefault(name, [(f"{name}.facts", "\t")])
+    facts: dict[str, tuple[tuple[Any, ...], int]] = {}
+    for name, files in sources.items():
+        rel = r.program.relations[name]
+        parts = [read_facts(d / f, rel, r.symbols, delim) for f, delim in files
+                 if (d / f).is_file()]
+        if not parts:
+            continue
+        n = sum(len(p[0]) for p in parts)
+        if rel.arity == 0:
+            facts[name] = ((), min(n, 1))
+        else:
+            facts[name] = (tuple(np.concatenate([p[i] for p in parts])
+                                 for i in range(rel.arity)), n)
+    return facts
 
 
 def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
@@ -108,6 +236,23 @@ def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
         for r in s.rules:
             t.add_row(f"  {r.loc.line}: {r.rule}", f"{r.seconds:.4f}", str(r.evaluations),
                       "", f"{r.derivations:,}")
+    console.print(t)
+
+
+def _print_update_stats(stats: Any, total_s: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stderr, highlight=False)
+    t = Table(title=f"update with {stats.algorithm} on {stats.device}: "
+              f"{stats.seconds:.3f} s (total {total_s:.3f} s)")
+    t.add_column("")
+    t.add_column("", justify="right")
+    for key in ("deleted", "inserted", "overdeleted", "rederived", "added", "facts",
+                "derivations"):
+        t.add_row(key, f"{getattr(stats, key):,}")
+    if stats.note:
+        t.add_row("note", stats.note)
     console.print(t)
 
 

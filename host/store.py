@@ -103,7 +103,8 @@ def store_lock(store_dir: str | Path) -> Iterator[None]:
     one after the other instead of losing one another's changes.
     """
     d = Path(store_dir)
-    d.mkdir(parents=True, exist_ok=True)
+    if not d.is_dir():
+        raise StoreError(f"store {d} does not exist")
     key = str(d.resolve())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -143,6 +144,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1) -> s
     if not engine.materialised:
         reasoner.materialise()
     d = Path(store_dir)
+    d.mkdir(parents=True, exist_ok=True)
     with store_lock(d):
         cur = current_version(d)
         _clean(d, keep=[v for v in store_versions(d) if cur and v <= cur])

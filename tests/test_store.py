@@ -1,0 +1,284 @@
+"""The persistent store (host/store.py) and the ``run --store`` / ``export`` / ``update`` CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host.cli import main
+from host.reasoner import Reasoner
+from host.store import (
+    StoreError,
+    current_version,
+    open_store,
+    read_meta,
+    save_store,
+    store_versions,
+)
+
+PROGRAM = """
+// every attribute type, nullary relations, explicit facts of derived relations,
+// recursion (recursive counters) and a string functor
+.decl num(x: number, u: unsigned, f: float)
+.input num
+.decl sym(s: symbol, t: symbol)
+.input sym
+.decl edge(x: number, y: number)
+.input edge
+.decl path(x: number, y: number)
+.output path
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+path(100, 200).
+.decl big(u: unsigned, f: float)
+.output big
+big(u, f * 2.0) :- num(_, u, f), u > 10.
+.decl flag()
+flag().
+.output flag
+.decl never()
+.output never
+never() :- edge(x, x).
+.decl named(s: symbol, n: number)
+.output named
+named(cat(s, t), x) :- sym(s, t), edge(x, _), flag(), x < 0.
+named("explicit", 7).
+.decl label(s: symbol)
+.output label
+.printsize label
+label(s) :- sym(s, _).
+label("ünïcödé").
+"""
+
+FACTS = {
+    "num.facts": "-5\t0\t1.5\n3\t4294967295\t-2.25\n7\t11\t3e-05\n",
+    "sym.facts": "a b\tc\nünï\td\n\tempty\n",
+    "edge.facts": "-1\t2\n2\t3\n3\t-1\n3\t4\n",
+}
+
+
+def write_dir(d: Path, files: dict[str, str]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return d
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> tuple[Path, Path]:
+    """(program path, facts directory)."""
+    prog = tmp_path / "p.dl"
+    prog.write_text(PROGRAM)
+    return prog, write_dir(tmp_path / "facts", FACTS)
+
+
+def materialised(prog: Path, facts: Path, device: str = "cpu") -> Reasoner:
+    r = Reasoner(prog, device=device, counting=True)
+    r.load_inputs(facts)
+    r.materialise()
+    return r
+
+
+def engine_state(r: Reasoner) -> dict[str, Any]:
+    """E, I and the counters of every relation as host lists (ids), and the dictionary."""
+    e = r.engine
+    out: dict[str, Any] = {"symbols": r.symbols.values().to_pylist()}
+    for name in e.program.relations:
+        nr, rc = e.counter_arrays(name)
+        out[name] = ([c.tolist() for c in e.explicit_columns(name)], len(e.explicit[name]),
+                     [c.tolist() for c in e.columns(name)], e.size(name),
+                     nr.tolist(), rc.tolist())
+    return out
+
+
+def decoded_state(r: Reasoner) -> dict[str, Any]:
+    """E, I and the counters with symbols decoded (independent of id assignment)."""
+    def rows(t: Any) -> list[tuple]:
+        return sorted(map(tuple, zip(*(c.to_pylist() for c in t.columns))), key=repr)
+
+    return {name: (rows(r.explicit(name)), rows(r.counters(name)))
+            for name in r.program.relations}
+
+
+def snapshot(d: Path) -> dict[str, bytes]:
+    """Every file under ``d`` with its bytes."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def files_of(d: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(d.iterdir())}
+
+
+# --- the store API ------------------------------------------------------------------------
+
+
+def test_round_trip_same_device(case: tuple[Path, Path], tmp_path: Path, device: str) -> None:
+    r = materialised(*case, device=device)
+    version = save_store(r, tmp_path / "store")
+    assert version == current_version(tmp_path / "store") == "v00000001"
+    back = open_store(tmp_path / "store", device=device)
+    assert back.device == device and back.engine.materialised
+    assert engine_state(back) == engine_state(r)
+    assert back.source_text == r.source_text and back.source_name == r.source_name
+    assert back.engine.counting == r.engine.counting
+    for name in r.program.relations:
+        assert back.relation(name).equals(r.relation(name))
+        assert back.explicit(name).equals(r.explicit(name))
+    # explicit facts of derived relations and nullary relations survive as such
+    assert back.explicit("path").to_pylist() == [{"x": 100, "y": 200}]
+    assert back.engine.size("flag") == 1 and back.engine.size("never") == 0
+    assert [str(v) for v in back.relation("label").column("s").to_pylist()][0] == "ünïcödé"
+
+
+def test_store_moves_between_devices(case: tuple[Path, Path], tmp_path: Path,
+                                     device: str) -> None:
+    """Written on one device, loaded on the other (host int64 columns on disk)."""
+    other = "cpu" if device == "gpu" else device
+    r = materialised(*case, device=device)
+    save_store(r, tmp_path / "a")
+    on_other = open_store(tmp_path / "a", device=other)
+    assert on_other.device == other
+    assert engine_state(on_other) == engine_state(r)
+    save_store(on_other, tmp_path / "b")
+    again = open_store(tmp_path / "b", device=device)
+    assert engine_state(again) == engine_state(r)
+    assert read_meta(tmp_path / "a")["written_on"] == device
+
+
+def test_meta_and_layout(case: tuple[Path, Path], tmp_path: Path) -> None:
+    r = materialised(*case)
+    store = tmp_path / "store"
+    save_store(r, store)
+    meta = read_meta(store)
+    assert meta["format"] == "gpu-engine-store" and meta["format_version"] == 1
+    assert meta["counters"] is True and meta["counting"] == r.engine.counting
+    assert meta["symbols"] == len(r.symbols)
+    assert set(meta["relations"]) == set(r.program.relations)
+    for name, info in meta["relations"].items():
+        assert meta["files"][info["materialised"]]["rows"] == r.engine.size(name)
+        assert meta["files"][info["explicit"]]["rows"] == len(r.engine.explicit[name])
+    v = store / "v00000001"
+    assert (v / "program.dl").read_text() == PROGRAM
+    assert {p.name for p in store.iterdir()} == {"CURRENT", "LOCK", "v00000001"}
+    assert (store / "CURRENT").read_text() == "v00000001\n"
+
+
+def test_versions_replace_old_ones_and_leftovers_are_cleaned(case: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    r = materialised(*case)
+    store = tmp_path / "store"
+    save_store(r, store)
+    save_store(r, store, keep=2)
+    assert store_versions(store) == ["v00000001", "v00000002"]
+    save_store(r, store)
+    assert store_versions(store) == ["v00000003"]
+    # what a crash can leave behind: a partial version, a complete but uncommitted one,
+    # a pointer being written; plus a file that is not the store's
+    (store / ".v00000004.partial" / "E").mkdir(parents=True)
+    (store / ".v00000004.partial" / "symbols.arrow").write_bytes(b"ARROW1 half")
+    (store / "v00000005").mkdir()
+    (store / "CURRENT.tmp").write_text("v00000005\n")
+    (store / "notes.txt").write_text("mine")
+    assert engine_state(open_store(store)) == engine_state(r)  # leftovers are ignored
+    assert save_store(r, store) == "v00000004"
+    assert {p.name for p in store.iterdir()} == {"CURRENT", "LOCK", "v00000004", "notes.txt"}
+    assert engine_state(open_store(store)) == engine_state(r)
+    assert read_meta(store)["parent"] == "v00000003"
+
+
+def test_store_without_counters(case: tuple[Path, Path], tmp_path: Path) -> None:
+    r = Reasoner(case[0], device="cpu")
+    r.load_inputs(case[1])
+    save_store(r, tmp_path / "s")  # materialises first
+    back = open_store(tmp_path / "s")
+    assert read_meta(tmp_path / "s")["counters"] is False and not back.engine.counters
+    for name in r.program.relations:
+        assert back.relation(name).equals(r.relation(name))
+        assert back.explicit(name).equals(r.explicit(name))
+
+
+def test_missing_and_corrupt_stores(case: tuple[Path, Path], tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StoreError, match="is not a store"):
+        open_store(tmp_path / "empty")
+    store = tmp_path / "store"
+    save_store(materialised(*case), store)
+    v = store / "v00000001"
+    i_file = v / read_meta(store)["relations"]["path"]["materialised"]
+    good = i_file.read_bytes()
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    i_file.write_bytes(bytes(bad))
+    with pytest.raises(StoreError, match="corrupt"):
+        open_store(store)
+    i_file.unlink()
+    with pytest.raises(StoreError, match="missing I/"):
+        open_store(store)
+    i_file.write_bytes(good)
+    open_store(store)
+    meta = json.loads((v / "meta.json").read_text())
+    meta["format_version"] = 99
+    (v / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match="newer"):
+        open_store(store)
+    (v / "meta.json").write_text("{")
+    with pytest.raises(StoreError, match="corrupt metadata"):
+        open_store(store)
+    (store / "CURRENT").write_text("../elsewhere\n")
+    with pytest.raises(StoreError, match="not a version name"):
+        open_store(store)
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def test_run_store_and_export_match_run(case: tuple[Path, Path], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    prog, facts = case
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "plain", "--device", "cpu") == 0
+    plain_out = capsys.readouterr().out
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "stored", "--store",
+               tmp_path / "s", "--device", "cpu") == 0
+    assert capsys.readouterr().out == plain_out == "label\t4\n"
+    assert cli("export", tmp_path / "s", "-D", tmp_path / "exported", "--device", "cpu") == 0
+    assert capsys.readouterr().out == plain_out
+    expected = files_of(tmp_path / "plain")
+    assert set(expected) == {"path.csv", "big.csv", "flag.csv", "never.csv", "named.csv",
+                             "label.csv"}
+    assert files_of(tmp_path / "stored") == expected == files_of(tmp_path / "exported")
+    assert cli("run", prog, "-F", facts, "-D", "-", "--device", "cpu") == 0
+    printed = capsys.readouterr().out
+    assert cli("export", tmp_path / "s", "-D", "-") == 0
+    assert capsys.readouterr().out == printed and "ünïcödé" in printed
+    # the stored state equals a materialisation with counters
+    assert engine_state(open_store(tmp_path / "s")) == engine_state(materialised(prog, facts))
+
+
+def test_export_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("export", tmp_path / "none", "-D", tmp_path / "out") == 1
+    assert "gpu-engine: error: store" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli("update", tmp_path / "none", "--insert", tmp_path) == 1
+    assert "no committed version" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+
+
+def test_run_store_error_writes_nothing(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "p.dl"
+    prog.write_text(".decl e(x: number)\n.input e\n.decl p(x: number)\n.output p\n"
+                    "p(x) :- e(x).\n")
+    write_dir(tmp_path / "f", {"e.facts": "1\nzwei\n"})
+    assert cli("run", prog, "-F", tmp_path / "f", "-D", tmp_path / "o",
+               "--store", tmp_path / "s") == 1
+    assert capsys.readouterr().err.startswith(f"{tmp_path / 'f' / 'e.facts'}:2:1: expected")
+    assert not (tmp_path / "o").exists() and not (tmp_path / "s").exists()

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench report lint gpu-test clean
+.PHONY: demo test fuzz bench bench-incremental report lint gpu-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.run --out benchmarks/results/results.jsonl
 	$(PY) -m benchmarks.report benchmarks/results/results.jsonl --out benchmarks/results
+
+## bench-incremental: incremental-maintenance benchmarks (SUITE=quick|full), then the report
+bench-incremental: $(STAMP)
+	$(PY) -m benchmarks.incremental --suite $(or $(SUITE),quick) --out benchmarks/results/incremental.jsonl
+	$(PY) -m benchmarks.report_incremental benchmarks/results/incremental.jsonl --out benchmarks/results
 
 gpu-test: $(STAMP)
 	GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q

@@ -13,6 +13,8 @@ __all__ = [
     "SAME_GENERATION",
     "GRAPH_PROGRAMS",
     "lubm_program",
+    "EXAMPLE1",
+    "sspe_program",
 ]
 
 
@@ -77,3 +79,33 @@ def lubm_program(rule_set: str) -> Program:
         line.split()[1] for line in text.splitlines() if line.startswith(".output ")
     )
     return Program(name=rule_set, text=text, edb="TE", outputs=outputs)
+
+
+EXAMPLE1 = Program(
+    name="example1",
+    text="""\
+.decl R(x:number, y:number)
+.decl S(y1:number, y2:number)
+S(y1, y2) :- R(x, y1), R(x, y2).
+.output S
+""",
+    edb="R",
+    outputs=("S",),
+)
+"""Paper 000, rule (4): non-recursive; DRed's one-step rederivation is quadratic on (5)."""
+
+
+def sspe_program(source: int = 0) -> Program:
+    """SSPE (paper 000, rules (6)-(7)): ``D(y, z)``: a path of length ``z`` from ``source``."""
+    return Program(
+        name="sspe",
+        text=f"""\
+.decl B(x:number, y:number, z:number)
+.decl D(y:number, z:number)
+D(y, z) :- B({int(source)}, y, z).
+D(y, z) :- D(x, z1), B(x, y, z2), z = z1 + z2.
+.output D
+""",
+        edb="B",
+        outputs=("D",),
+    )

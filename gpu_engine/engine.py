@@ -47,7 +47,7 @@ class Engine:
     program: Program
     be: Backend
     symbols: SymbolTable
-    counting: bool = False
+    counting: bool | int = False  # False/0: none, 1: c_nr only, True/2: c_nr and c_r
     explicit: dict[str, RowSet] = field(default_factory=dict)
     store: dict[str, RunSet] = field(default_factory=dict)
     counters: dict[str, Counters] = field(default_factory=dict)
@@ -57,6 +57,7 @@ class Engine:
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         self.evaluator = RuleEvaluator(self.be, self.symbols)
+        self.counting = counter_level(self.counting)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RowSet.empty(self.be, rel.arity))
         self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
@@ -178,7 +179,7 @@ class Engine:
         n = sum(o.n for o in outs)
         xp = self.be.xp
         cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(cur.arity))
-        if self.counting:
+        if self.counting >= (2 if recursive else 1):
             d, cnt = RowSet.from_columns(self.be, cols, cur.arity, n, return_counts=True)
             self._count_log.setdefault(name, []).append((d, cnt, recursive))
         else:
@@ -188,13 +189,17 @@ class Engine:
         return new
 
     def _build_counters(self) -> None:
-        """Sum the logged multiplicities into c_nr / c_r aligned with each relation."""
+        """Sum the logged multiplicities into c_nr / c_r aligned with each relation; an
+        explicit fact counts as one non-recursive derivation (paper 000 §4.2)."""
         xp = self.be.xp
         for name, runs in self.store.items():
             final = runs.compact()
             self.store[name] = RunSet.of(final)
             nonrec = xp.zeros(len(final), dtype=INDEX)
             rec = xp.zeros(len(final), dtype=INDEX)
+            e = self.explicit[name]
+            if len(e):
+                nonrec[final.positions(e.cols)] += 1
             for d, cnt, recursive in self._count_log.get(name, []):
                 if len(d):
                     target = rec if recursive else nonrec
@@ -250,6 +255,14 @@ class Engine:
                     raise ValueError(f"counters of {name} do not match its {m} facts")
                 self.counters[name] = Counters(self.be.asarray(nr), self.be.asarray(r))
         self.materialised = True
+
+
+def counter_level(counting: bool | int) -> int:
+    """0: no counters, 1: non-recursive counters only, 2: both (``True``)."""
+    level = 2 if counting is True else int(counting)
+    if level not in (0, 1, 2):
+        raise ValueError(f"counting must be False, True, 0, 1 or 2, not {counting!r}")
+    return level
 
 
 def _atoms(rule: Rule) -> list[Atom]:

@@ -13,7 +13,7 @@ Large joins are expanded in chunks and the rest of the plan runs chunk by chunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from kernels import join as J
 from kernels import keys as K
@@ -24,6 +24,7 @@ from .expr import ExprEvaluator, const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
 from .rowset import JoinIndex, RowSet
 from .runs import RunSet
+from .views import View
 
 
 @dataclass
@@ -51,27 +52,42 @@ class RuleEvaluator:
 
     # --- public -----------------------------------------------------------------------
 
-    def evaluate(self, rule: Rule, sources: list[RunSet], negated: dict[str, RunSet],
-                 delta: RunSet | None = None) -> list[RuleOutput]:
-        """Evaluate ``rule``; ``sources[i]`` is the version read by the i-th positive atom,
-        ``negated[name]`` the relation a negated atom tests against.  ``delta`` (the Δ of
-        a seminaive variant) is scanned first: it is read once, so indexing it would be
-        wasted, while the other inputs' indexes are cached across rounds."""
+    def evaluate(self, rule: Rule, sources: list[Source], negated: NegSpecs,
+                 delta: Source | None = None, initial: Bindings | None = None
+                 ) -> list[RuleOutput]:
+        """Evaluate ``rule``; ``sources[i]`` is the version (a RunSet or a View) read by
+        the i-th positive atom.  ``negated`` is either a map from relation name to the
+        relation a negated atom tests against, or one list of conditions per negated
+        literal (in body order): pairs (version, must_hold) — the existentially closed
+        atom must (``True``) or must not (``False``) hold in that version.  ``delta``
+        (the Δ of a seminaive variant) is scanned first: it is read once, so indexing it
+        would be wasted, while the other inputs' indexes are cached across rounds.
+        ``initial`` starts from given binding rows instead of the single empty row
+        (backward evaluation with the head bound)."""
         self._delta = delta
         atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-        filters = [lit for lit in rule.body if not isinstance(lit, Atom)]
+        filters: list[Any] = []
+        k = 0
+        for lit in rule.body:
+            if isinstance(lit, Negation):
+                conds = ([(negated[lit.atom.relation], False)] if isinstance(negated, dict)
+                         else negated[k])
+                filters.append(_NegFilter(lit, tuple(conds)))
+                k += 1
+            elif not isinstance(lit, Atom):
+                filters.append(lit)
         if any(len(s) == 0 for s in sources):
             return []
         out: list[RuleOutput] = []
-        start = Bindings({}, 1)
-        self._run(rule, start, list(zip(atoms, sources)), filters, negated, out)
+        start = initial if initial is not None else Bindings({}, 1)
+        self._run(rule, start, list(zip(atoms, sources)), filters, out)
         return out
 
     # --- the plan, depth first over join chunks ---------------------------------------
 
-    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, RunSet]],
-             filters: list[Any], negated: dict[str, RunSet], out: list[RuleOutput]) -> None:
-        b, filters = self._apply_ready(b, filters, negated)
+    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, Source]],
+             filters: list[Any], out: list[RuleOutput]) -> None:
+        b, filters = self._apply_ready(b, filters)
         if b.n == 0:
             return
         if not atoms:
@@ -85,13 +101,13 @@ class RuleEvaluator:
         needed = _needed_vars(rule, rest, filters)
         for nb in self._join(b, atom, src, needed):
             if nb.n:
-                self._run(rule, nb, rest, filters, negated, out)
+                self._run(rule, nb, rest, filters, out)
 
-    def _choose(self, b: Bindings, atoms: list[tuple[Atom, RunSet]]) -> int:
+    def _choose(self, b: Bindings, atoms: list[tuple[Atom, Source]]) -> int:
         """Greedy join order: connected atoms first, then the smallest input."""
         bound = b.cols.keys()
 
-        def score(item: tuple[int, tuple[Atom, RunSet]]) -> tuple[int, int]:
+        def score(item: tuple[int, tuple[Atom, Source]]) -> tuple[int, int, int]:
             _, (atom, src) = item
             vs = _atom_vars(atom)
             connected = bool(vs & bound) or not vs or not bound
@@ -100,7 +116,7 @@ class RuleEvaluator:
 
         return min(enumerate(atoms), key=score)[0]
 
-    def _join(self, b: Bindings, atom: Atom, src: RunSet, needed: set[str]):
+    def _join(self, b: Bindings, atom: Atom, src: Source, needed: set[str]):
         be = self.be
         consts: list[tuple[int, int]] = []
         equal: list[tuple[int, int]] = []
@@ -123,11 +139,18 @@ class RuleEvaluator:
                                    atom.loc)
         keep_old = [v for v in b.cols if v in needed]
         keep_new = [(v, p) for v, p in new_vars.items() if v in needed]
+        excluded = src.exclude if isinstance(src, View) else ()
         for run in src.runs:  # the runs are disjoint: their join outputs simply add up
             idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
             lo, counts = self._probe(idx, probe_cols, b.n)
             for pi, bpos in J.join_chunks(be, lo, counts):
                 rows = idx.rows[bpos]
+                if excluded:  # a view: drop matches with facts it hides
+                    facts = tuple(c[rows] for c in run.cols)
+                    keep = be.xp.ones(len(rows), dtype=bool)
+                    for ex in excluded:
+                        keep &= ~ex.contains(facts, len(rows))
+                    pi, rows = pi[keep], rows[keep]
                 cols = {v: b.cols[v][pi] for v in keep_old}
                 for v, p in keep_new:
                     cols[v] = run.cols[p][rows]
@@ -153,22 +176,20 @@ class RuleEvaluator:
 
     # --- filters ------------------------------------------------------------------------
 
-    def _apply_ready(self, b: Bindings, filters: list[Any], negated: dict[str, RunSet]
-                     ) -> tuple[Bindings, list[Any]]:
+    def _apply_ready(self, b: Bindings, filters: list[Any]) -> tuple[Bindings, list[Any]]:
         changed = True
         while changed and b.n and filters:
             changed = False
             pending = []
             for f in filters:
-                done, b = self._try_filter(f, b, negated)
+                done, b = self._try_filter(f, b)
                 changed |= done
                 if not done:
                     pending.append(f)
             filters = pending
         return b, filters
 
-    def _try_filter(self, f: Any, b: Bindings, negated: dict[str, RunSet]
-                    ) -> tuple[bool, Bindings]:
+    def _try_filter(self, f: Any, b: Bindings) -> tuple[bool, Bindings]:
         bound = b.cols.keys()
         if isinstance(f, Compare):
             lv, rv = term_vars(f.left), term_vars(f.right)
@@ -181,14 +202,19 @@ class RuleEvaluator:
                         nb = Bindings({**b.cols, var.name: col}, b.n)
                         return True, (nb if ok is None else _select(nb, ok))
             return False, b
-        assert isinstance(f, Negation)
-        atom = f.atom
+        assert isinstance(f, _NegFilter)
+        atom = f.lit.atom
         named = {v for t in atom.args for v in term_vars(t) if not v.startswith("_")}
         if not named <= bound:
             return False, b
-        return True, _select(b, ~self._member(atom, b, negated[atom.relation]))
+        keep = None
+        for rel, must_hold in f.conds:
+            hit = self._member(atom, b, rel)
+            ok = hit if must_hold else ~hit
+            keep = ok if keep is None else keep & ok
+        return True, (b if keep is None else _select(b, keep))
 
-    def _member(self, atom: Atom, b: Bindings, rel: RunSet) -> Any:
+    def _member(self, atom: Atom, b: Bindings, rel: Source) -> Any:
         """Mask of binding rows for which the (existentially closed) atom holds."""
         consts, equal, key_pos, probe = [], [], [], []
         anon: dict[str, int] = {}
@@ -209,11 +235,22 @@ class RuleEvaluator:
                 key_pos.append(p)
                 probe.append(col)
                 valid = ok if valid is None else valid & ok
-        hit = self.be.xp.zeros(b.n, dtype=bool)
-        for run in rel.runs:
-            idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
-            _, counts = self._probe(idx, probe, b.n)
-            hit |= counts > 0
+        xp = self.be.xp
+        excluded = rel.excluded_runs if isinstance(rel, View) else ()
+        if not excluded:
+            hit = xp.zeros(b.n, dtype=bool)
+            for run in rel.runs:
+                idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+                _, counts = self._probe(idx, probe, b.n)
+                hit |= counts > 0
+        else:  # matches in the included runs minus matches among the hidden facts
+            total = xp.zeros(b.n, dtype=INDEX)
+            for sign, runs in ((1, rel.runs), (-1, excluded)):
+                for run in runs:
+                    idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+                    _, counts = self._probe(idx, probe, b.n)
+                    total += sign * counts
+            hit = total > 0
         return hit if valid is None else hit & valid
 
     # --- head ---------------------------------------------------------------------------
@@ -234,6 +271,18 @@ class RuleEvaluator:
             out.append(RuleOutput(tuple(self.be.xp.ascontiguousarray(c) for c in cols), n))
 
 
+Source = Union[RunSet, View]  # noqa: UP007
+NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class _NegFilter:
+    """A negated literal with the versions it is tested against."""
+
+    lit: Negation
+    conds: tuple[tuple[Source, bool], ...]
+
+
 _VARS_CACHE: dict[int, tuple[Atom, frozenset[str]]] = {}
 
 
@@ -252,7 +301,7 @@ def _select(b: Bindings, mask: Any) -> Bindings:
     return Bindings({v: c[idx] for v, c in b.cols.items()}, len(idx))
 
 
-def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RunSet]], filters: list[Any]) -> set[str]:
+def _needed_vars(rule: Rule, atoms: list[tuple[Atom, Source]], filters: list[Any]) -> set[str]:
     """Variables still read by the remaining atoms, filters or the head."""
     need: set[str] = set()
     for t in rule.head.args:
@@ -264,7 +313,7 @@ def _needed_vars(rule: Rule, atoms: list[tuple[Atom, RunSet]], filters: list[Any
         if isinstance(f, Compare):
             need |= term_vars(f.left) | term_vars(f.right)
         else:
-            for t in f.atom.args:
+            for t in f.lit.atom.args:
                 need |= term_vars(t)
     return need
 

@@ -1,0 +1,73 @@
+"""Versions of a relation during an update, as views over stored runs (no copies).
+
+Maintenance evaluates rules over versions such as ``I \\ (D \\ A)``, ``I ∪ A`` and
+``(I \\ D) ∪ A`` (paper 000, Algorithms 1-3).  Copying the relation for each of them
+would cost O(|I|) per round, so a :class:`View` keeps the stored runs and lists what to
+add and what to hide:
+
+* ``include``: disjoint runs (the old relation's runs plus runs of new facts);
+* ``exclude``: disjoint row sets, each a subset of the included rows.
+
+A fact is in the view iff it is in an included run and in no excluded set.  Joins read
+the included runs and drop matches that fall into an excluded set; existential
+membership tests (negation) count matches in the included runs and subtract the counts
+in the excluded sets, which is exact because each excluded set is a subset of the
+included rows and the excluded sets are disjoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .rowset import RowSet
+from .runs import RunSet
+
+
+@dataclass(frozen=True)
+class View:
+    arity: int
+    include: tuple[RunSet, ...]
+    exclude: tuple[RunSet, ...] = ()
+
+    @staticmethod
+    def of(rs: RunSet) -> View:
+        return View(rs.arity, (rs,))
+
+    @property
+    def runs(self) -> tuple[RowSet, ...]:
+        return tuple(r for inc in self.include for r in inc.runs)
+
+    @property
+    def excluded_runs(self) -> tuple[RowSet, ...]:
+        return tuple(r for ex in self.exclude for r in ex.runs)
+
+    def __len__(self) -> int:
+        return sum(len(i) for i in self.include) - sum(len(e) for e in self.exclude)
+
+    def plus(self, extra: RunSet) -> View:
+        """This view with rows disjoint from it added."""
+        if len(extra) == 0:
+            return self
+        return View(self.arity, (*self.include, extra), self.exclude)
+
+    def minus(self, rows: RunSet) -> View:
+        """This view without ``rows`` (a subset of it, disjoint from what is excluded)."""
+        if len(rows) == 0:
+            return self
+        return View(self.arity, self.include, (*self.exclude, rows))
+
+    def contains(self, cols: tuple, n: int):
+        """Mask: which of the given rows are in the view."""
+        be = self.include[0].be if self.include else None
+        if be is None:
+            raise ValueError("a view needs at least one included run set")
+        mask = be.xp.zeros(n, dtype=bool)
+        for inc in self.include:
+            mask |= inc.contains(cols, n)
+        for ex in self.exclude:
+            mask &= ~ex.contains(cols, n)
+        return mask
+
+
+def as_view(src: RunSet | View) -> View:
+    return src if isinstance(src, View) else View.of(src)

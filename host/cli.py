@@ -203,11 +203,15 @@ def _read_update_facts(r: Any, facts_dir: str) -> dict[str, tuple[tuple[Any, ...
             sources.setdefault(dr.relation, []).append((fname, delim))
     for name in r.program.relations:
         sources.setdefault(name, [(f"{name}.facts", "\t")])
+    read = {f for files in sources.values() for f, _ in files}
+    for p in sorted(d.glob("*.facts")):
+        if p.name not in read:
+            print(f"note: ignoring {p} (no relation reads it)", file=sys.stderr)
     facts: dict[str, tuple[tuple[Any, ...], int]] = {}
     for name, files in sources.items():
         rel = r.program.relations[name]
         parts = [read_facts(d / f, rel, r.symbols, delim) for f, delim in files
-                 if (d / f).is_file()]
+                 if (d / f).exists()]
         if not parts:
             continue
         n = sum(len(p[0]) for p in parts)

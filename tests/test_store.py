@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from host.cli import main
@@ -282,3 +284,156 @@ def test_run_store_error_writes_nothing(tmp_path: Path,
                "--store", tmp_path / "s") == 1
     assert capsys.readouterr().err.startswith(f"{tmp_path / 'f' / 'e.facts'}:2:1: expected")
     assert not (tmp_path / "o").exists() and not (tmp_path / "s").exists()
+
+
+# --- update -------------------------------------------------------------------------------
+
+INSERT = {  # a cycle (never() starts to hold), new symbols, explicit facts of derived relations
+    "edge.facts": "4\t4\n-1\t9\n",
+    "sym.facts": "new one\tx\n",
+    "path.facts": "7\t8\n",
+    "never.facts": "()\n",
+}
+DELETE = {  # flag() and path(100, 200) are facts of the program text
+    "edge.facts": "2\t3\n",
+    "flag.facts": "()\n",
+    "path.facts": "100\t200\n",
+    "num.facts": "7\t11\t3e-05\n",
+}
+
+
+def rows_of(text: str, types: list[str]) -> set[tuple]:
+    conv = {"number": int, "unsigned": int, "symbol": str,
+            "float": lambda v: float(np.float32(v))}  # stored as float32
+    return {tuple(conv[t](v) for t, v in zip(types, line.split("\t")))
+            for line in text.splitlines() if line}
+
+
+def expected_after(r0: Reasoner, insert: dict[str, str], delete: dict[str, str]) -> Reasoner:
+    """A fresh materialisation (with counters) of E' = (E \\ E-) | E+, in decoded values."""
+    import pyarrow as pa
+
+    fresh = Reasoner(r0.source_text, device="cpu", counting=True)
+    fresh.engine.install_state({}, {}, None)  # no explicit facts, not even the program's
+    for name, rel in r0.program.relations.items():
+        types = [t for _, t in rel.attributes]
+        ins = rows_of(insert.get(f"{name}.facts", ""), types)
+        dele = rows_of(delete.get(f"{name}.facts", ""), types)
+        if rel.arity == 0:
+            if (len(r0.engine.explicit[name]) and not dele) or ins:
+                fresh.engine.add_facts(name, [], n_rows=1)
+            continue
+        table = r0.explicit(name)
+        rows = set(zip(*(c.to_pylist() for c in table.columns)))
+        rows = sorted((rows - dele) | ins, key=repr)
+        fresh.add_facts(name, pa.table([pa.array([row[i] for row in rows], table.schema[i].type)
+                                        for i in range(rel.arity)],
+                                       names=table.column_names))
+    fresh.materialise()
+    return fresh
+
+
+@pytest.mark.parametrize("algorithm", ["remat", None])
+def test_update_inserts_and_deletes(case: tuple[Path, Path], tmp_path: Path,
+                                    algorithm: str | None,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    prog, facts = case
+    store = tmp_path / "s"
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "o0", "--store", store) == 0
+    ins, dele = write_dir(tmp_path / "ins", INSERT), write_dir(tmp_path / "del", DELETE)
+    r0 = open_store(store)
+    capsys.readouterr()
+    args = ["--algorithm", algorithm] if algorithm else []
+    assert cli("update", store, "--insert", ins, "--delete", dele, "-D", tmp_path / "o1",
+               "--stats-json", tmp_path / "stats.json", *args) == 0
+    assert capsys.readouterr().out == "label\t5\n"  # .printsize, as run prints it
+    assert current_version(store) == "v00000002" and store_versions(store) == ["v00000002"]
+    after = open_store(store)
+    fresh = expected_after(r0, INSERT, DELETE)
+    assert decoded_state(after) == decoded_state(fresh)
+    assert after.engine.size("never") == 1 and after.engine.size("flag") == 0
+    assert after.relation("named").num_rows == 1  # only the program's fact: flag() is gone
+    # rows are in id order, and the ids of symbols differ from a fresh run's: compare sorted
+    assert {f: sorted(t.splitlines()) for f, t in files_of(tmp_path / "o1").items()} == {
+        f"{n}.csv": sorted(fresh.render(n).splitlines())
+        for n in ("path", "big", "flag", "never", "named", "label")}
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["algorithm"] == (algorithm or stats["algorithm"])
+    assert stats["inserted"] == 5 and stats["deleted"] == 4
+    assert stats["facts"] == sum(fresh.relation_sizes().values())
+    # export reproduces the update's outputs; undoing the update restores the first state
+    assert cli("export", store, "-D", tmp_path / "o2") == 0
+    assert files_of(tmp_path / "o2") == files_of(tmp_path / "o1")
+    assert cli("update", store, "--insert", dele, "--delete", ins, "-D", tmp_path / "o3",
+               *args) == 0
+    assert files_of(tmp_path / "o3") == files_of(tmp_path / "o0")
+    assert decoded_state(open_store(store)) == decoded_state(r0)
+
+
+def test_update_stats_and_notes(case: tuple[Path, Path], tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    prog, facts = case
+    store = tmp_path / "s"
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "o", "--store", store) == 0
+    capsys.readouterr()
+    ins = write_dir(tmp_path / "ins", {"edge.facts": "5\t6\n", "nosuch.facts": "1\n"})
+    assert cli("update", store, "--insert", ins, "--algorithm", "remat", "--stats") == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no -D: nothing written
+    assert f"note: ignoring {ins / 'nosuch.facts'} (no relation reads it)" in captured.err
+    assert "update with remat" in captured.err and "inserted" in captured.err
+    assert open_store(store).engine.size("edge") == 5
+
+
+@pytest.mark.parametrize(("name", "text", "where", "message"), [
+    ("edge.facts", "1\t2\n3\n", "2:1", "expected 2 tab-separated values for edge, found 1"),
+    ("num.facts", "1\t2\t3.5\n4\t-1\t0\n", "2:3", "expected a unsigned for attribute 2"),
+    ("edge.facts", "1\t2\n99999999999\t1\n", "2:1", "(out of range)"),
+    ("sym.facts", b"ok\tfine\nbad\t\xff\xfe\n", r"\d+:\d+", "invalid UTF8"),
+])
+@pytest.mark.parametrize("side", ["--insert", "--delete"])
+def test_update_bad_input_leaves_store_unchanged(case: tuple[Path, Path], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 name: str, text: str | bytes, where: str,
+                                                 message: str, side: str) -> None:
+    prog, facts = case
+    store = tmp_path / "s"
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "o", "--store", store) == 0
+    before = snapshot(store)
+    bad = tmp_path / "bad"
+    good = write_dir(bad, {"edge.facts": "7\t7\n"} if name != "edge.facts" else {})
+    if isinstance(text, bytes):
+        (bad / name).write_bytes(text)
+    else:
+        (bad / name).write_text(text)
+    capsys.readouterr()
+    assert cli("update", store, side, good, "--algorithm", "remat", "-D", tmp_path / "new") == 1
+    err = capsys.readouterr().err
+    assert re.match(re.escape(f"{bad / name}:") + where + ": ", err) and message in err, err
+    assert snapshot(store) == before and not (tmp_path / "new").exists()
+
+
+def test_concurrent_writers_wait_for_the_lock(case: tuple[Path, Path], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from host.store import store_lock
+
+    prog, facts = case
+    store = tmp_path / "s"
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "o", "--store", store) == 0
+    ins = write_dir(tmp_path / "ins", {"edge.facts": "5\t6\n"})
+    root = Path(__file__).resolve().parents[1]
+    with store_lock(store):
+        proc = subprocess.Popen([sys.executable, "-m", "host.cli", "update", str(store),
+                                 "--insert", str(ins), "--algorithm", "remat", "--quiet"],
+                                cwd=root, stderr=subprocess.PIPE)
+        time.sleep(3.0)
+        assert proc.poll() is None and current_version(store) == "v00000001"
+        save_store(open_store(store), store)  # the lock is reentrant within a process
+        assert current_version(store) == "v00000002"
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert current_version(store) == "v00000003"
+    assert open_store(store).engine.size("edge") == 5

@@ -264,7 +264,10 @@ def open_store(store_dir: str | Path, device: str = "auto", *, version: str | No
             what = "is not a store" if d.is_dir() else "does not exist"
             raise StoreError(f"store {d} {what} (no committed version)")
         try:
-            return _load(d / name, device, verify)
+            try:
+                return _load(d / name, device, verify)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise StoreError(f"{d / name / 'meta.json'}: corrupt metadata ({exc!r})") from None
         except (OSError, StoreError):
             if version is not None or current_version(d) == name:
                 raise

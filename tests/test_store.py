@@ -224,6 +224,9 @@ def test_missing_and_corrupt_stores(case: tuple[Path, Path], tmp_path: Path) -> 
     i_file.write_bytes(good)
     open_store(store)
     meta = json.loads((v / "meta.json").read_text())
+    (v / "meta.json").write_text(json.dumps({**meta, "relations": None}))
+    with pytest.raises(StoreError, match="corrupt metadata"):
+        open_store(store)
     meta["format_version"] = 99
     (v / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(StoreError, match="newer"):

@@ -1,14 +1,139 @@
-"""Incremental maintenance of a materialisation (paper 000): entry point."""
+"""Incremental maintenance of a materialisation (paper 000): the entry point.
+
+:func:`apply_update` normalises the change (paper 000 line 1: E⁻ := (E⁻ ∩ E) \\ E⁺,
+E⁺ := E⁺ \\ E), runs the chosen algorithm over an
+:class:`~gpu_engine.update_state.UpdateState` and installs the result.  Until that last
+step nothing of the engine changes, and any exception restores the state from before
+the call, so an interrupted update leaves the last consistent materialisation.
+
+Algorithms and the counters they leave behind (``engine.counting``):
+
+=========  ===========================================================  ========
+name       what                                                         counters
+=========  ===========================================================  ========
+remat      rematerialise from scratch                                   none
+remat1c    rematerialise, keeping non-recursive counters (Remat-1C)     c_nr
+remat2c    rematerialise, keeping both counters (Remat-2C)              both
+dred       DRed, paper 000 Algorithm 1                                  none
+counting   Counting (Gupta et al. 1993), non-recursive programs only   as before
+dredc      DRed^c, paper 000 Algorithm 2                                both
+bf         B/F, paper 001 §3 / Motik et al. 2015                        none
+bfc        B/F^c, paper 000 Algorithm 3                                 c_nr
+=========  ===========================================================  ========
+
+An algorithm that needs counters the engine does not have first rebuilds them by one
+materialisation with counting (reported in ``UpdateStats.note``).
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from .rowset import RowSet
 from .stats import UpdateStats
+from .update_state import UpdateState
 
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
+# counters each algorithm needs before it runs and leaves after it ran (None: unchanged)
+_NEEDS = {"dred": 0, "counting": 1, "dredc": 2, "bf": 0, "bfc": 1}
+_LEAVES = {"remat": 0, "remat1c": 1, "remat2c": 2, "dred": 0, "counting": None, "dredc": 2,
+           "bf": 0, "bfc": 1}
+
+Encoded = dict[str, tuple[tuple[Any, ...], int]]
 
 
-def apply_update(engine: Any, insert: dict[str, Any], delete: dict[str, Any],
+def default_algorithm(engine: Any) -> str:
+    """Counting when no stratum is recursive, otherwise DRed^c."""
+    return "dredc" if any(s.recursive for s in engine.strata) else "counting"
+
+
+def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                  algorithm: str | None = None) -> UpdateStats:
-    raise NotImplementedError("incremental maintenance is being written")
+    """Apply E⁻ = ``delete`` and E⁺ = ``insert`` (encoded columns and row count per
+    relation) to a materialised engine with ``algorithm``; returns what it did."""
+    t0 = time.perf_counter()
+    alg = algorithm or default_algorithm(engine)
+    if alg not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
+    if alg == "counting" and any(s.recursive for s in engine.strata):
+        rec = next(s for s in engine.strata if s.recursive)
+        raise ValueError("the Counting algorithm handles non-recursive programs only, but "
+                         f"{', '.join(rec.relations)} is recursive: use dredc or bfc")
+    stats = UpdateStats(algorithm=alg, device=engine.be.name)
+    saved = (dict(engine.explicit), dict(engine.store), dict(engine.counters),
+             engine.counting, engine.materialised)
+    try:
+        e_plus = _rows(engine, insert)
+        e_minus = _rows(engine, delete)
+        for name, e in engine.explicit.items():  # line 1 of Algorithms 1-3
+            e_minus[name] = e_minus[name].minus(e_minus[name].minus(e)).minus(e_plus[name])
+            e_plus[name] = e_plus[name].minus(e)
+        stats.deleted = sum(len(x) for x in e_minus.values())
+        stats.inserted = sum(len(x) for x in e_plus.values())
+        new_e = {n: e.minus(e_minus[n]).union(e_plus[n])[0] for n, e in engine.explicit.items()}
+        if alg.startswith("remat"):
+            engine.explicit = new_e
+            engine.counting = _LEAVES[alg]
+            m = engine.materialise()
+            stats.derivations = m.derivations
+        else:
+            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
+    except BaseException:
+        (engine.explicit, engine.store, engine.counters, engine.counting,
+         engine.materialised) = saved
+        raise
+    stats.facts = sum(len(r) for r in engine.store.values())
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
+                     e_plus: dict[str, RowSet], new_e: dict[str, RowSet],
+                     stats: UpdateStats) -> None:
+    from . import forward_algorithms as F
+
+    need = _NEEDS[alg]
+    if need and (engine.counting < need or not engine.counters):
+        engine.counting = max(need, engine.counting)
+        engine.materialise()
+        stats.note = f"rebuilt derivation counters (level {engine.counting}) first"
+    level = engine.counting if _LEAVES[alg] is None else _LEAVES[alg]
+    state = UpdateState(engine.be, engine.store, engine.counters, level)
+    u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
+                 {n: r.arity for n, r in engine.program.relations.items()}, stats)
+    if alg == "dredc":
+        F.dred_c(u)
+    elif alg == "dred":
+        F.dred(u)
+    elif alg == "counting":
+        F.counting(u)
+    else:
+        from .backward_forward import bf
+
+        bf(u, with_counters=(alg == "bfc"))
+    store, counters = state.commit()
+    engine.explicit = new_e
+    engine.store = store
+    engine.counters = counters if level else {}
+    engine.counting = level
+    engine.materialised = True
+
+
+def _rows(engine: Any, given: Encoded) -> dict[str, RowSet]:
+    """Per relation, the given facts as a sorted unique row set (empty when absent)."""
+    be = engine.be
+    out: dict[str, RowSet] = {}
+    for name, rel in engine.program.relations.items():
+        if name in given:
+            cols, n = given[name]
+            if len(cols) != rel.arity:
+                raise ValueError(f"{name} has arity {rel.arity}, got {len(cols)} columns")
+            dev = tuple(be.asarray(c) for c in cols)
+            out[name] = RowSet.from_columns(be, dev, rel.arity, n_rows=n)
+        else:
+            out[name] = RowSet.empty(be, rel.arity)
+    for name in given:
+        if name not in engine.program.relations:
+            raise ValueError(f"unknown relation {name!r}")
+    return out

@@ -1,0 +1,120 @@
+"""Paper 000's generalised rule operators as columnar passes.
+
+``affected`` computes the multiset Π⟦I^p, I^n : P, N⟧ (paper 000 §3.1 eq. (3) and §4.2):
+one head row per rule instance whose positive atoms lie in ``I^p`` and whose negated
+atoms miss ``I^n``, and that has a positive atom in ``P`` or a negated atom in ``N``.
+Every such instance is enumerated exactly once, as in seminaive evaluation: in the
+variant for positive atom i, atoms before i read ``I^p \\ P``, atom i reads ``P`` and
+atoms after i read ``I^p``; instances with no positive atom in ``P`` are enumerated by
+one variant per negated literal k (literal k holds in ``N``, literals before k do not).
+For a negated literal with existential variables, "in N" means some matching fact is in
+N (and none is in ``I^n``): the literal's truth changed between the two versions.
+
+``rederivable`` evaluates rules "backwards" (DRed's one-step rederivation, paper 000
+Algorithm 1 line 4): the head is bound to each candidate fact and the body is
+evaluated as a query; it reports which candidates have at least one instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kernels.backend import INDEX
+
+from .expr import const_value
+from .ir import Atom, Call, Compare, Const, Negation, Rule, Var
+from .rowset import RowSet
+from .rule_eval import Bindings, RuleEvaluator, RuleOutput
+from .runs import RunSet
+from .views import View
+
+VersionOf = Callable[[str], View]
+
+
+def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
+             P: dict[str, RunSet], N: dict[str, RunSet] | None = None) -> list[RuleOutput]:
+    """Head rows (with repetitions) of Π⟦pos, neg : P, N⟧ for one rule."""
+    N = N or {}
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    negs = [lit for lit in rule.body if isinstance(lit, Negation)]
+    out: list[RuleOutput] = []
+
+    def without_p(name: str) -> View:
+        p = P.get(name)
+        return pos(name) if p is None else pos(name).minus(p)
+
+    for i, a in enumerate(atoms):
+        p = P.get(a.relation)
+        if p is None or len(p) == 0:
+            continue
+        sources: list[Any] = []
+        for j, b in enumerate(atoms):
+            if j < i:
+                sources.append(without_p(b.relation))
+            elif j == i:
+                sources.append(p)
+            else:
+                sources.append(pos(b.relation))
+        spec = [[(neg(m.atom.relation), False)] for m in negs]
+        out.extend(ev.evaluate(rule, sources, spec, delta=p))
+    for k, lit in enumerate(negs):
+        n_k = N.get(lit.atom.relation)
+        if n_k is None or len(n_k) == 0:
+            continue
+        sources = [without_p(b.relation) for b in atoms]
+        spec: list[list[tuple[Any, bool]]] = []
+        for kk, m in enumerate(negs):
+            conds: list[tuple[Any, bool]] = [(neg(m.atom.relation), False)]
+            n_m = N.get(m.atom.relation)
+            if kk < k and n_m is not None and len(n_m):
+                conds.append((n_m, False))
+            if kk == k:
+                conds.append((n_k, True))
+            spec.append(conds)
+        out.extend(ev.evaluate(rule, sources, spec))
+    return out
+
+
+def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
+                neg: VersionOf) -> tuple[Any, int]:
+    """Mask over ``facts`` (rows of the rule's head relation): which have an instance of
+    ``rule`` with positive atoms in ``pos`` and negated atoms missing ``neg``; and the
+    number of instances matched (the cost of evaluating the rule backwards)."""
+    xp = ev.be.xp
+    n = len(facts)
+    hit = xp.zeros(n, dtype=bool)
+    if n == 0:
+        return hit, 0
+    cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
+    keep = xp.ones(n, dtype=bool)
+    extra: list[Compare] = []
+    for p, t in enumerate(rule.head.args):
+        col = facts.cols[p]
+        if isinstance(t, Var):
+            if t.name in cols:
+                keep &= cols[t.name] == col
+            else:
+                cols[t.name] = col
+        elif isinstance(t, Const):
+            keep &= col == const_value(t, ev.symbols)
+        else:
+            assert isinstance(t, Call)
+            v = f"#h{p}"
+            cols[v] = col
+            extra.append(Compare("=", Var(v), t, t.type, rule.loc))
+    idx = xp.flatnonzero(keep)
+    start = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
+    if start.n == 0:
+        return hit, 0
+    query = Rule(Atom("#backward", (Var("#fact"),)), rule.body + tuple(extra), rule.loc)
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    sources = [pos(a.relation) for a in atoms]
+    spec = [[(neg(lit.atom.relation), False)] for lit in rule.body if isinstance(lit, Negation)]
+    outs = ev.evaluate(query, sources, spec, initial=start)
+    matched = 0
+    for o in outs:
+        hit[o.cols[0]] = True
+        matched += o.n
+    return hit, matched
+

@@ -1,0 +1,262 @@
+"""Counting, DRed and DRed^c (paper 000 Algorithms 1-2) as columnar passes.
+
+Each algorithm walks the strata in order and records its changes in an
+:class:`~gpu_engine.update_state.UpdateState`; the caller commits them.  Sets of facts
+are sorted row sets, the multisets Π⟦...⟧ are rule outputs grouped and counted
+(:func:`~gpu_engine.update_state.multiset`), and counter updates are scatter-adds at
+the facts' positions in the old materialisation: no per-fact Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.backend import INDEX
+
+from .affected import VersionOf, affected, rederivable
+from .ir import Rule
+from .rowset import RowSet
+from .rule_eval import RuleEvaluator, RuleOutput
+from .runs import RunSet
+from .stats import UpdateStats
+from .stratify import Stratum
+from .update_state import UpdateState, multiset, union_rows
+
+Heads = dict[str, tuple[RowSet, Any]]
+
+
+@dataclass
+class Update:
+    """One update in progress: the normalised E⁻ / E⁺ (per relation), the old E and
+    the working state."""
+
+    ev: RuleEvaluator
+    state: UpdateState
+    strata: list[Stratum]
+    explicit: dict[str, RowSet]
+    e_minus: dict[str, RowSet]
+    e_plus: dict[str, RowSet]
+    arity: dict[str, int]
+    stats: UpdateStats
+
+    @property
+    def be(self) -> Any:
+        return self.ev.be
+
+    def ones(self, rows: RowSet) -> Any:
+        return self.be.xp.ones(len(rows), dtype=INDEX)
+
+    def derive(self, rules: list[Rule], pos: VersionOf, neg: VersionOf,
+               P: dict[str, RunSet], N: dict[str, RunSet] | None = None) -> Heads:
+        """Π⟦pos, neg : P, N⟧ for ``rules``, grouped per head relation."""
+        outs: dict[str, list[RuleOutput]] = {}
+        for rule in rules:
+            o = affected(self.ev, rule, pos, neg, P, N)
+            if o:
+                outs.setdefault(rule.head.relation, []).extend(o)
+                self.stats.derivations += sum(x.n for x in o)
+        return {r: multiset(self.be, self.arity[r], o) for r, o in outs.items()}
+
+    def removed(self) -> dict[str, RunSet]:
+        """``D \\ A`` per relation (nonempty ones)."""
+        return {n: g for n in self.arity if len(g := self.state.removed(n))}
+
+    def added(self) -> dict[str, RunSet]:
+        """``A \\ D`` per relation (nonempty ones)."""
+        return {n: a for n in self.arity if len(a := self.state.added(n))}
+
+    def union(self, name: str, parts: list[RowSet]) -> RowSet:
+        return union_rows(self.be, self.arity[name], parts)
+
+    # --- shared phases ----------------------------------------------------------------
+
+    def insert(self, s: Stratum, rederived: dict[str, RowSet], counters: bool) -> None:
+        """INSERT of Algorithms 1 and 2 (lines 14-20, 39-50): seminaive insertion of
+        the rederived facts, E⁺ and the consequences of lower-strata changes, with the
+        counters incremented once per derivation when ``counters``."""
+        st = self.state
+        cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
+        for r, rows in rederived.items():  # line 40: N_A := R
+            cand[r].append(rows)
+        for r in s.relations:  # line 41: E⁺ ∩ O^s
+            ep = self.e_plus[r]
+            if len(ep):
+                cand[r].append(ep)
+                if counters:
+                    st.bump(r, ep, self.ones(ep), False, +1)
+        P, N = self.added(), self.removed()  # A \ D, D \ A
+        for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
+            for r, (rows, cnt) in self.derive(rules, st.new, st.new, P, N).items():
+                cand[r].append(rows)  # lines 41-44
+                if counters:
+                    st.bump(r, rows, cnt, rec, +1)
+        while True:  # lines 45-50
+            delta = {r: d for r in s.relations
+                     if len(d := st.not_in_new(r, self.union(r, cand[r])))}
+            if not delta:
+                break
+            for r, d in delta.items():
+                st.add(r, d)  # line 48
+            self.stats.added += sum(len(d) for d in delta.values())
+            cand = {r: [] for r in s.relations}
+            heads = self.derive(s.recursive_rules, st.new, st.new,
+                                {r: RunSet.of(d) for r, d in delta.items()})
+            for r, (rows, cnt) in heads.items():  # lines 49-50
+                cand[r].append(rows)
+                if counters:
+                    st.bump(r, rows, cnt, True, +1)
+
+
+# --- Counting (Gupta, Mumick and Subrahmanian 1993) -------------------------------------
+
+
+def counting(u: Update) -> None:
+    """Counting for non-recursive programs: every stratum's facts are deleted exactly
+    when their (non-recursive) counter drops to zero, and added when it rises from zero.
+    Only affected rule instances are considered."""
+    st = u.state
+    for s in u.strata:
+        if s.recursive:
+            raise ValueError("the Counting algorithm handles non-recursive programs only; "
+                             f"stratum {s.index} ({', '.join(s.relations)}) is recursive")
+        if not s.rules and not any(len(u.e_minus[r]) or len(u.e_plus[r])
+                                   for r in s.relations):
+            continue
+        cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
+        for r in s.relations:
+            em, ep = u.e_minus[r], u.e_plus[r]
+            if len(em):
+                st.bump(r, em, u.ones(em), False, -1)
+                cand[r].append(em)
+            if len(ep):
+                st.bump(r, ep, u.ones(ep), False, +1)
+                cand[r].append(ep)
+        P, N = u.removed(), u.added()
+        for r, (rows, cnt) in u.derive(s.nonrecursive_rules, st.old, st.old, P, N).items():
+            st.bump(r, rows, cnt, False, -1)
+            cand[r].append(rows)
+        for r, (rows, cnt) in u.derive(s.nonrecursive_rules, st.new, st.new,
+                                       u.added(), u.removed()).items():
+            st.bump(r, rows, cnt, False, +1)
+            cand[r].append(rows)
+        for r in s.relations:
+            rows = u.union(r, cand[r])
+            if not len(rows):
+                continue
+            in_i = st.rel[r].I.contains(rows.cols) if st.rel[r].I.n else u.be.xp.zeros(
+                len(rows), dtype=bool)
+            old = rows.select(in_i)
+            if len(old):
+                gone = old.select(st.counter(r, old, False) == 0)
+                st.overdelete(r, gone)
+                u.stats.overdeleted += len(gone)
+            fresh = rows.select(~in_i)
+            st.add(r, fresh)
+            u.stats.added += len(fresh)
+
+
+# --- DRed (Algorithm 1) ------------------------------------------------------------------
+
+
+def dred(u: Update) -> None:
+    """DRed: overdelete, rederive one step by evaluating rules backwards, insert."""
+    for s in u.strata:
+        _dred_overdelete(u, s)
+        rederived = _dred_rederive(u, s)  # line 4
+        u.insert(s, rederived, counters=False)  # line 5
+
+
+def _dred_overdelete(u: Update, s: Stratum) -> None:
+    """Lines 7-13."""
+    st = u.state
+    cand = {r: [u.e_minus[r]] for r in s.relations}  # line 8
+    for r, (rows, _) in u.derive(s.rules, st.old, st.old, u.removed(), u.added()).items():
+        cand[r].append(rows)
+    while True:
+        delta = {r: d for r in s.relations
+                 if len(d := st.not_deleted(r, u.union(r, cand[r])))}  # line 10
+        if not delta:
+            break
+        heads = u.derive(s.recursive_rules, st.mid, st.old_plus,
+                         {r: RunSet.of(d) for r, d in delta.items()})  # line 12
+        cand = {r: [] for r in s.relations}
+        for r, (rows, _) in heads.items():
+            cand[r].append(rows)
+        for r, d in delta.items():
+            st.overdelete(r, d)  # line 13
+            u.stats.overdeleted += len(d)
+
+
+def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
+    """Line 4: F ∈ D ∩ O^s is rederived if F ∈ E \\ E⁻ or some rule instance over
+    ``I \\ (D \\ A)`` (negation over ``I ∪ A``) derives it."""
+    st = u.state
+    out: dict[str, RowSet] = {}
+    for r in s.relations:
+        d = st.rel[r].D.compact()
+        if not len(d):
+            continue
+        hit = u.explicit[r].contains(d.cols) & ~u.e_minus[r].contains(d.cols)
+        for rule in s.rules:
+            if rule.head.relation != r or bool(hit.all()):
+                continue
+            open_ = d.select(~hit)
+            got, matched = rederivable(u.ev, rule, open_, st.mid, st.old_plus)
+            u.stats.backward += matched
+            hit[u.be.xp.flatnonzero(~hit)[got]] = True
+        out[r] = d.select(hit)
+        u.stats.rederived += len(out[r])
+    return out
+
+
+# --- DRed^c (Algorithm 2) ----------------------------------------------------------------
+
+
+def dred_c(u: Update) -> None:
+    """DRed^c: counters replace backward rule evaluation."""
+    st = u.state
+    for s in u.strata:
+        _dredc_overdelete(u, s)  # line 23
+        rederived = {}
+        for r in s.relations:  # line 24: R := {F ∈ D ∩ O^s | C_r[F] > 0}
+            d = st.rel[r].D.compact()
+            if len(d):
+                rederived[r] = d.select(st.counter(r, d, True) > 0)
+                u.stats.rederived += len(rederived[r])
+        u.insert(s, rederived, counters=True)  # line 25
+
+
+def _dredc_overdelete(u: Update, s: Stratum) -> None:
+    """Lines 27-38."""
+    st = u.state
+    cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
+    for r in s.relations:  # line 29: E⁻ ∩ O^s
+        em = u.e_minus[r]
+        if len(em):
+            st.bump(r, em, u.ones(em), False, -1)
+            cand[r].append(em)
+    P, N = u.removed(), u.added()  # D \ A, A \ D
+    for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
+        for r, (rows, cnt) in u.derive(rules, st.old, st.old, P, N).items():  # 29-32
+            st.bump(r, rows, cnt, rec, -1)
+            cand[r].append(rows)
+    while True:  # lines 33-38
+        delta: dict[str, RowSet] = {}
+        for r in s.relations:
+            nd = st.not_deleted(r, u.union(r, cand[r]))
+            if len(nd):
+                d = nd.select(st.counter(r, nd, False) == 0)  # line 34
+                if len(d):
+                    delta[r] = d
+        if not delta:
+            break
+        heads = u.derive(s.recursive_rules, st.mid, st.old_plus,
+                         {r: RunSet.of(d) for r, d in delta.items()})  # line 36
+        cand = {r: [] for r in s.relations}
+        for r, (rows, cnt) in heads.items():
+            st.bump(r, rows, cnt, True, -1)  # line 37
+            cand[r].append(rows)
+        for r, d in delta.items():
+            st.overdelete(r, d)  # line 38
+            u.stats.overdeleted += len(d)

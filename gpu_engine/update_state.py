@@ -1,0 +1,221 @@
+"""The working state of one incremental update (paper 000's D, A, E⁻, E⁺ and counters).
+
+Per relation the update keeps the old materialisation ``I`` (one sorted run, never
+modified while the update runs) and, as run sets disjoint from each other:
+
+* ``D``: overdeleted facts (a subset of ``I``);
+* ``A_old``: added facts that were in ``I`` (necessarily in ``D``: rederived);
+* ``A_new``: added facts that were not in ``I``;
+* ``gone`` = ``D \\ A``: facts of ``I`` that are not in the new materialisation.
+
+so that the versions the algorithms read are views over stored runs:
+``I``, ``I \\ (D \\ A)``, ``I ∪ A`` and ``(I \\ D) ∪ A``.  Counters are working copies
+of ``c_nr`` / ``c_r`` aligned with ``I``'s rows (copied on first write), plus a log of
+increments for facts outside ``I``.  :meth:`UpdateState.commit` builds the new
+relations and counters; nothing of the engine changes before it, so an update that
+fails leaves the engine as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernels import sets as S
+from kernels.backend import INDEX, Backend
+
+from .rowset import RowSet
+from .rule_eval import RuleOutput
+from .runs import RunSet
+from .views import View
+
+
+@dataclass
+class RelState:
+    I: RowSet  # noqa: E741 - the paper's name
+    D: RunSet
+    A_old: RunSet
+    A_new: RunSet
+    gone: RunSet
+    nr: Any = None  # working c_nr aligned with I (None: unchanged)
+    r: Any = None
+    new_log: list[tuple[RowSet, Any, bool]] = field(default_factory=list)
+
+
+class UpdateState:
+    """D, A and counters of every relation during one update."""
+
+    def __init__(self, be: Backend, store: dict[str, RunSet], counters: dict[str, Any],
+                 level: int) -> None:
+        self.be = be
+        self.level = level
+        self.counters = counters
+        self.rel: dict[str, RelState] = {}
+        for name, runs in store.items():
+            empty = RunSet.empty(be, runs.arity)
+            self.rel[name] = RelState(runs.compact(), empty, empty, empty, empty)
+
+    # --- views (paper 000's versions of the materialisation) ----------------------------
+
+    def old(self, name: str) -> View:
+        """``I``."""
+        s = self.rel[name]
+        return View(s.I.arity, (RunSet.of(s.I),))
+
+    def mid(self, name: str) -> View:
+        """``I \\ (D \\ A)``."""
+        s = self.rel[name]
+        return View(s.I.arity, (RunSet.of(s.I),)).minus(s.gone)
+
+    def old_plus(self, name: str) -> View:
+        """``I ∪ A``."""
+        s = self.rel[name]
+        return View(s.I.arity, (RunSet.of(s.I),)).plus(s.A_new)
+
+    def new(self, name: str) -> View:
+        """``(I \\ D) ∪ A``."""
+        s = self.rel[name]
+        return View(s.I.arity, (RunSet.of(s.I),)).plus(s.A_new).minus(s.gone)
+
+    def removed(self, name: str) -> RunSet:
+        """``D \\ A`` (final once the relation's stratum is done)."""
+        return self.rel[name].gone
+
+    def added(self, name: str) -> RunSet:
+        """``A \\ D`` = ``A \\ I``."""
+        return self.rel[name].A_new
+
+    # --- D and A ----------------------------------------------------------------------
+
+    def not_deleted(self, name: str, rows: RowSet) -> RowSet:
+        """``rows \\ D``."""
+        return self.rel[name].D.new_rows(rows)
+
+    def overdelete(self, name: str, delta: RowSet) -> None:
+        """``D := D ∪ Δ_D`` (Δ_D ⊆ I \\ D)."""
+        s = self.rel[name]
+        if len(delta):
+            s.D = s.D.append(delta)
+            s.gone = s.gone.append(delta)
+
+    def not_in_new(self, name: str, rows: RowSet) -> RowSet:
+        """``rows \\ ((I \\ D) ∪ A)``."""
+        s = self.rel[name]
+        if len(rows) == 0:
+            return rows
+        n = len(rows)
+        in_i = s.I.contains(rows.cols) if s.I.n else self.be.xp.zeros(n, dtype=bool)
+        out = (in_i & s.gone.contains(rows.cols, n)) | (~in_i & ~s.A_new.contains(rows.cols, n))
+        return rows.select(out)
+
+    def add(self, name: str, delta: RowSet) -> None:
+        """``A := A ∪ Δ_A`` for Δ_A disjoint from the new materialisation."""
+        s = self.rel[name]
+        if len(delta) == 0:
+            return
+        in_i = s.I.contains(delta.cols) if s.I.n else self.be.xp.zeros(len(delta), dtype=bool)
+        back, fresh = delta.select(in_i), delta.select(~in_i)
+        if len(back):
+            s.A_old = s.A_old.append(back)
+            s.gone = RunSet.of(s.gone.compact().minus(back))
+        s.A_new = s.A_new.append(fresh)
+
+    # --- counters ---------------------------------------------------------------------
+
+    def counter(self, name: str, rows: RowSet, recursive: bool) -> Any:
+        """Current ``c_r`` (``recursive``) or ``c_nr`` of rows of ``I``."""
+        s = self.rel[name]
+        arr = s.r if recursive else s.nr
+        if arr is None:
+            c = self.counters[name]
+            arr = c.rec if recursive else c.nonrec
+        return arr[s.I.positions(rows.cols)]
+
+    def bump(self, name: str, rows: RowSet, counts: Any, recursive: bool, sign: int) -> None:
+        """Add ``sign * counts`` to the counters of ``rows`` (``C[F] := C[F] ± 1`` of
+        paper 000, once per derivation)."""
+        if self.level < (2 if recursive else 1) or len(rows) == 0:
+            return
+        s = self.rel[name]
+        xp = self.be.xp
+        in_i = s.I.contains(rows.cols) if s.I.n else xp.zeros(len(rows), dtype=bool)
+        if bool(in_i.all()):
+            inside, cin, outside = rows, counts, None
+        else:
+            inside, cin = rows.select(in_i), counts[in_i]
+            outside = (rows.select(~in_i), counts[~in_i])
+        if len(inside):
+            attr = "r" if recursive else "nr"
+            arr = getattr(s, attr)
+            if arr is None:
+                c = self.counters[name]
+                arr = (c.rec if recursive else c.nonrec).copy()
+                setattr(s, attr, arr)
+            arr[s.I.positions(inside.cols)] += sign * cin
+        if outside is not None:
+            if sign < 0:
+                raise AssertionError(f"decrement of a counter of a fact not in {name}")
+            s.new_log.append((outside[0], outside[1], recursive))
+
+    # --- the end of the update -------------------------------------------------------
+
+    def commit(self) -> tuple[dict[str, RunSet], dict[str, Any]]:
+        """The new materialisation ``(I \\ D) ∪ A`` and its counters, per relation."""
+        from .engine import Counters
+
+        xp = self.be.xp
+        store: dict[str, RunSet] = {}
+        counters: dict[str, Any] = {}
+        for name, s in self.rel.items():
+            c = self.counters.get(name)
+            nr = s.nr if s.nr is not None else (c.nonrec if c is not None else None)
+            r = s.r if s.r is not None else (c.rec if c is not None else None)
+            if len(s.gone) == 0 and len(s.A_new) == 0:
+                store[name] = RunSet.of(s.I)
+                if c is not None:
+                    counters[name] = Counters(nr, r)
+                continue
+            keep = ~s.gone.contains(s.I.cols, s.I.n) if s.I.n else xp.zeros(0, dtype=bool)
+            kept = s.I.select(keep) if len(s.gone) else s.I
+            fresh = s.A_new.compact()
+            merged = kept.merge(fresh) if len(fresh) else kept
+            store[name] = RunSet.of(merged)
+            if c is None:
+                continue
+            new_nr = xp.zeros(len(merged), dtype=INDEX)
+            new_r = xp.zeros(len(merged), dtype=INDEX)
+            if len(kept):
+                pk = merged.positions(kept.cols) if len(fresh) else xp.arange(len(kept))
+                sel = xp.flatnonzero(keep) if len(s.gone) else slice(None)
+                new_nr[pk] = nr[sel]
+                new_r[pk] = r[sel]
+            for rows, cnt, recursive in s.new_log:
+                (new_r if recursive else new_nr)[merged.positions(rows.cols)] += cnt
+            counters[name] = Counters(new_nr, new_r)
+        return store, counters
+
+
+def multiset(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[RowSet, Any]:
+    """Distinct head rows of rule outputs with their multiplicities (paper 000's ⊕)."""
+    xp = be.xp
+    if not outs:
+        return RowSet.empty(be, arity), xp.zeros(0, dtype=INDEX)
+    n = sum(o.n for o in outs)
+    cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(arity))
+    return RowSet.from_columns(be, cols, arity, n, return_counts=True)
+
+
+def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:
+    """The union of row sets (as one sorted run)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return RowSet.empty(be, arity)
+    if len(parts) == 1:
+        return parts[0]
+    if arity == 0:
+        return parts[0]
+    cols = tuple(be.xp.concatenate([p.cols[c] for p in parts]) for c in range(arity))
+    return RowSet.from_columns(be, cols, arity)
+
+
+__all__ = ["UpdateState", "multiset", "union_rows", "S"]

@@ -97,11 +97,13 @@ def engine_state(r: Reasoner) -> dict[str, Any]:
 
 
 def decoded_state(r: Reasoner) -> dict[str, Any]:
-    """E, I and the counters with symbols decoded (independent of id assignment)."""
+    """E, I and the counters (when kept) with symbols decoded (independent of ids)."""
     def rows(t: Any) -> list[tuple]:
         return sorted(map(tuple, zip(*(c.to_pylist() for c in t.columns))), key=repr)
 
-    return {name: (rows(r.explicit(name)), rows(r.counters(name)))
+    counted = bool(r.engine.counters)
+    return {name: (rows(r.explicit(name)),
+                   rows(r.counters(name) if counted else r.relation(name)))
             for name in r.program.relations}
 
 
@@ -312,11 +314,12 @@ def rows_of(text: str, types: list[str]) -> set[tuple]:
             for line in text.splitlines() if line}
 
 
-def expected_after(r0: Reasoner, insert: dict[str, str], delete: dict[str, str]) -> Reasoner:
-    """A fresh materialisation (with counters) of E' = (E \\ E-) | E+, in decoded values."""
+def expected_after(r0: Reasoner, insert: dict[str, str], delete: dict[str, str],
+                   counting: int) -> Reasoner:
+    """A fresh materialisation of E' = (E \\ E-) | E+ (decoded values) with ``counting``."""
     import pyarrow as pa
 
-    fresh = Reasoner(r0.source_text, device="cpu", counting=True)
+    fresh = Reasoner(r0.source_text, device="cpu", counting=counting)
     fresh.engine.install_state({}, {}, None)  # no explicit facts, not even the program's
     for name, rel in r0.program.relations.items():
         types = [t for _, t in rel.attributes]
@@ -336,7 +339,7 @@ def expected_after(r0: Reasoner, insert: dict[str, str], delete: dict[str, str])
     return fresh
 
 
-@pytest.mark.parametrize("algorithm", ["remat", None])
+@pytest.mark.parametrize("algorithm", ["remat", "remat1c", "remat2c", "dred", "dredc", None])
 def test_update_inserts_and_deletes(case: tuple[Path, Path], tmp_path: Path,
                                     algorithm: str | None,
                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -352,7 +355,10 @@ def test_update_inserts_and_deletes(case: tuple[Path, Path], tmp_path: Path,
     assert capsys.readouterr().out == "label\t5\n"  # .printsize, as run prints it
     assert current_version(store) == "v00000002" and store_versions(store) == ["v00000002"]
     after = open_store(store)
-    fresh = expected_after(r0, INSERT, DELETE)
+    assert read_meta(store)["counters"] is bool(after.engine.counting)
+    assert after.engine.counting == (2 if algorithm in ("remat2c", "dredc", None) else
+                                     1 if algorithm == "remat1c" else 0)
+    fresh = expected_after(r0, INSERT, DELETE, after.engine.counting)
     assert decoded_state(after) == decoded_state(fresh)
     assert after.engine.size("never") == 1 and after.engine.size("flag") == 0
     assert after.relation("named").num_rows == 1  # only the program's fact: flag() is gone
@@ -370,7 +376,25 @@ def test_update_inserts_and_deletes(case: tuple[Path, Path], tmp_path: Path,
     assert cli("update", store, "--insert", dele, "--delete", ins, "-D", tmp_path / "o3",
                *args) == 0
     assert files_of(tmp_path / "o3") == files_of(tmp_path / "o0")
-    assert decoded_state(open_store(store)) == decoded_state(r0)
+    back = open_store(store)
+    assert decoded_state(back) == decoded_state(expected_after(r0, {}, {},
+                                                               back.engine.counting))
+    for name in r0.program.relations:
+        assert back.explicit(name).equals(r0.explicit(name))
+        assert back.relation(name).equals(r0.relation(name))
+
+
+def test_update_with_counting_on_a_recursive_program_fails_cleanly(
+        case: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog, facts = case
+    store = tmp_path / "s"
+    assert cli("run", prog, "-F", facts, "-D", tmp_path / "o", "--store", store) == 0
+    before = snapshot(store)
+    ins = write_dir(tmp_path / "ins", {"edge.facts": "5\t6\n"})
+    capsys.readouterr()
+    assert cli("update", store, "--insert", ins, "--algorithm", "counting") == 1
+    assert "Counting algorithm handles non-recursive programs only" in capsys.readouterr().err
+    assert snapshot(store) == before
 
 
 def test_update_stats_and_notes(case: tuple[Path, Path], tmp_path: Path,

@@ -1,11 +1,12 @@
 """Crash safety of the store: ``gpu-engine update`` killed with SIGKILL at random moments.
 
 A transitive closure over a random graph (strongly connected components, about 150,000
-path facts) is stored; updates A (insert X, delete Y) and B (insert Y, delete X) flip the
-store between two states S0 and S1.  Each trial starts the update that leaves the current
-state in a subprocess and kills it: half the trials after a delay drawn uniformly over the
-measured duration of an unkilled run, half at a random moment after the new version's
-directory appears (inside the commit).  After every kill the store must load and equal
+path facts) is stored; updates A (insert X, delete Y) and B (insert Y, delete X), with the
+default algorithm (DRed^c), flip the store between two states S0 and S1.  Each trial starts
+the update that leaves the current state in a subprocess and kills it: half the trials after
+a delay drawn uniformly over the measured duration of an unkilled run, half at a random
+moment between the appearance of the new version's directory and the measured exit (the
+commit and the removal of the old version).  After every kill the store must load and equal
 either the old or the new state, exactly (E, I and the counters of every relation).
 """
 
@@ -124,7 +125,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
                                 fresh.engine.counter_arrays(n)) for n in states[1]})
     t_partial = t_partial if t_partial is not None else 0.8 * t_exit
     t_commit = t_commit if t_commit is not None else t_exit
-    window = max(t_commit - t_partial, 0.005)
+    window = max(t_exit - t_partial, 0.005)
 
     cur, kills, finished, outcomes, during_commit = 1, 0, 0, {"old": 0, "new": 0}, 0
     started = time.monotonic()
@@ -140,7 +141,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
             while proc.poll() is None and not any(name.endswith(".partial")
                                                   for name, _ in entries(store) - before):
                 time.sleep(0.0005)
-            time.sleep(rng.uniform(0, window))
+            time.sleep(rng.uniform(0, window))  # from the new directory to the exit
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed = proc.returncode == -signal.SIGKILL

@@ -145,6 +145,7 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
+    """``export STORE -D OUT``: the store's ``.output`` relations, as ``run`` writes them."""
     from .store import open_store
 
     r = open_store(args.store, device=args.device)
@@ -153,6 +154,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
+    """``update STORE --insert DIR --delete DIR``: maintain, commit, then write outputs.
+
+    Any error before the commit leaves the store exactly as it was."""
     from .store import StoreError, current_version, open_store, save_store, store_lock
 
     if current_version(args.store) is None:  # never create a lock file in a non-store

@@ -8,11 +8,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from gpu_engine.ir import ProgramError
 
 from .io import read_facts, write_text_atomic
+
+if TYPE_CHECKING:
+    from .reasoner import Reasoner
 
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
 
@@ -111,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
 Outputs = tuple[list[tuple[str, str, str]], list[tuple[str, int]]]
 
 
-def _render_outputs(r: Any, output: str) -> Outputs:
+def _render_outputs(r: Reasoner, output: str) -> Outputs:
     """The ``.output`` relations as (relation, destination, text), and the ``.printsize``
     sizes; ``output == "-"`` sends every relation to stdout."""
     outputs: list[tuple[str, str, str]] = []
@@ -186,15 +191,14 @@ def _update(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_update_facts(r: Any, facts_dir: str) -> dict[str, tuple[tuple[Any, ...], int]]:
+def _read_update_facts(r: Reasoner,
+                       facts_dir: str) -> dict[str, tuple[tuple[np.ndarray, ...], int]]:
     """Read the fact files of an update directory, encoded with the store's dictionary.
 
     ``.input`` relations use their directive's filename and delimiter (an absolute
     filename is looked up by its base name in ``facts_dir``); every other relation reads
     ``<rel>.facts`` (tab-separated).  A missing file means no facts.
     """
-    import numpy as np
-
     d = Path(facts_dir)
     if not d.is_dir():
         raise FileNotFoundError(f"{facts_dir}: no such fact directory")
@@ -211,7 +215,7 @@ def _read_update_facts(r: Any, facts_dir: str) -> dict[str, tuple[tuple[Any, ...
     for p in sorted(d.glob("*.facts")):
         if p.name not in read:
             print(f"note: ignoring {p} (no relation reads it)", file=sys.stderr)
-    facts: dict[str, tuple[tuple[Any, ...], int]] = {}
+    facts: dict[str, tuple[tuple[np.ndarray, ...], int]] = {}
     for name, files in sources.items():
         rel = r.program.relations[name]
         parts = [read_facts(d / f, rel, r.symbols, delim) for f, delim in files

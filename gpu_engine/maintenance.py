@@ -28,6 +28,7 @@ materialisation with counting (reported in ``UpdateStats.note``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .rowset import RowSet
@@ -49,9 +50,13 @@ def default_algorithm(engine: Any) -> str:
 
 
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
-                 algorithm: str | None = None) -> UpdateStats:
+                 algorithm: str | None = None,
+                 backward_forward: Callable[..., None] | None = None) -> UpdateStats:
     """Apply E⁻ = ``delete`` and E⁺ = ``insert`` (encoded columns and row count per
-    relation) to a materialised engine with ``algorithm``; returns what it did."""
+    relation) to a materialised engine with ``algorithm``; returns what it did.
+
+    ``backward_forward(update, with_counters)`` runs B/F or B/F^c: their backward
+    chaining is fact-at-a-time host code, so the host layer supplies it."""
     t0 = time.perf_counter()
     alg = algorithm or default_algorithm(engine)
     if alg not in ALGORITHMS:
@@ -78,7 +83,10 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             m = engine.materialise()
             stats.derivations = m.derivations
         else:
-            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
+            if alg in ("bf", "bfc") and backward_forward is None:
+                raise ValueError(f"{alg} needs the host's backward chaining "
+                                 "(use Reasoner.update)")
+            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, backward_forward)
     except BaseException:
         (engine.explicit, engine.store, engine.counters, engine.counting,
          engine.materialised) = saved
@@ -90,7 +98,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 
 def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                      e_plus: dict[str, RowSet], new_e: dict[str, RowSet],
-                     stats: UpdateStats) -> None:
+                     stats: UpdateStats, backward_forward: Callable[..., None] | None
+                     ) -> None:
     from . import forward_algorithms as F
 
     need = _NEEDS[alg]
@@ -109,9 +118,8 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     elif alg == "counting":
         F.counting(u)
     else:
-        from .backward_forward import bf
-
-        bf(u, with_counters=(alg == "bfc"))
+        assert backward_forward is not None
+        backward_forward(u, alg == "bfc")
     store, counters = state.commit()
     engine.explicit = new_e
     engine.store = store

@@ -226,8 +226,12 @@ def derived_facts(counts: Counts, explicit: dict[str, set[Row]]) -> dict[str, se
 # --------------------------------------------------------------------------- sequences
 
 
-def run_sequence(program: Program, data: st.DataObject, algorithm: str, device: str) -> None:
-    """Materialise, apply 1-4 generated updates with ``algorithm``, check after each."""
+def run_sequence(
+    program: Program, data: st.DataObject, algorithms: tuple[str | None, ...], device: str
+) -> None:
+    """Materialise, apply 1-4 generated updates, each with an algorithm drawn from
+    ``algorithms`` (None: the engine's default), and check after each one. Counting on a
+    recursive program must be refused without changing anything (the sequence goes on)."""
     explicit = explicit_facts(program)
     expected = reference(program)
     note(describe(program))
@@ -235,43 +239,41 @@ def run_sequence(program: Program, data: st.DataObject, algorithm: str, device: 
     for name, facts in engine_facts(program).items():
         r.add_facts(name, facts)
     r.materialise()
-    # counting must refuse recursive rules; eqrel closure may count as recursive, or not
-    refuse = algorithm == "counting" and has_recursive_rule(program)
-    may_refuse = algorithm == "counting" and any(rel.eqrel for rel in program.relations)
+    recursive = has_recursive_rule(program)
+    eqrel = any(rel.eqrel for rel in program.relations)  # its closure may count as recursive
     log: list[str] = []
     for step in range(data.draw(st.integers(1, 4), label="updates")):
+        algorithm = data.draw(st.sampled_from(algorithms), label="algorithm")
         counts = derivation_counts(with_facts(program, explicit), expected)
         update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
-        log.append(f"update {step + 1}: {update.describe()}")
-        header = f"algorithm={algorithm} device={device}\n{describe(program)}" + "\n".join(log)
+        log.append(f"update {step + 1} ({algorithm}): {update.describe()}")
+        header = f"device={device}\n{describe(program)}" + "\n".join(log)
         insert, delete = engine_update(update, program)
-        if refuse:
-            before = snapshot(r, program)
+        before = snapshot(r, program)
+        if algorithm == "counting" and recursive:
             with pytest.raises((ValueError, ProgramError), match="(?i)recurs"):
                 r.update(insert=insert, delete=delete, algorithm=algorithm)
             assert snapshot(r, program) == before, f"{header}\nrefused update changed the state"
-            return
-        new_explicit = updated_facts(explicit, update)
-        if may_refuse:
-            before = snapshot(r, program)
-            try:
-                stats = r.update(insert=insert, delete=delete, algorithm=algorithm)
-            except (ValueError, ProgramError) as exc:
-                assert "recurs" in str(exc).lower(), f"{header}\n{exc!r}"
-                assert snapshot(r, program) == before, f"{header}\nrefused update changed state"
-                return
-        else:
+            continue
+        try:
             stats = r.update(insert=insert, delete=delete, algorithm=algorithm)
+        except (ValueError, ProgramError) as exc:
+            if not (algorithm == "counting" and eqrel and "recurs" in str(exc).lower()):
+                raise
+            assert snapshot(r, program) == before, f"{header}\nrefused update changed the state"
+            continue
         deleted = sum(
             len((set(rows) & explicit[n]) - set(update.insert.get(n, [])))
             for n, rows in update.delete.items()
         )
         inserted = sum(len(set(rows) - explicit[n]) for n, rows in update.insert.items())
-        explicit = new_explicit
+        explicit = updated_facts(explicit, update)
         expected = reference(with_facts(program, explicit))
-        problems = check_state(r, program, explicit, expected, algorithm)
-        if stats.algorithm != algorithm:
-            problems.append(f"stats.algorithm {stats.algorithm!r}")
+        problems = check_state(r, program, explicit, expected, stats.algorithm)
+        allowed = {algorithm} if algorithm else {"dredc"} if recursive else (
+            {"counting", "dredc"} if eqrel else {"counting"})
+        if stats.algorithm not in allowed:
+            problems.append(f"stats.algorithm {stats.algorithm!r}, expected one of {allowed}")
         if (stats.deleted, stats.inserted) != (deleted, inserted):
             problems.append(f"stats deleted/inserted {stats.deleted}/{stats.inserted}, "
                             f"expected {deleted}/{inserted}")
@@ -280,8 +282,8 @@ def run_sequence(program: Program, data: st.DataObject, algorithm: str, device: 
         assert not problems, f"{header}\n" + "\n".join(problems)
     fresh = fresh_reasoner(program, explicit, device)
     got, want = relations_of(r, program), relations_of(fresh, program)
-    assert got == want, f"{header}\nupdated != fresh: " + "; ".join(
-        _diff(n, want[n], got[n]) for n in want if want[n] != got[n]
+    assert got == want, f"device={device}\n{describe(program)}" + "\n".join(log) + (
+        "\nupdated != fresh: " + "; ".join(_diff(n, want[n], got[n]) for n in want if want[n] != got[n])
     )
 
 
@@ -293,7 +295,17 @@ def test_update_sequences(program: Program, data: st.DataObject, algorithm: str,
     For Counting, half of the programs lose their recursive rules (the rest must be refused)."""
     if algorithm == "counting" and data.draw(st.booleans(), label="strip recursion"):
         program = non_recursive(program)
-    run_sequence(program, data, algorithm, device)
+    run_sequence(program, data, (algorithm,), device)
+
+
+@settings(max_examples=max(10, EXAMPLES // 2))
+@given(program=programs(), data=st.data())
+def test_mixed_algorithm_sequences(program: Program, data: st.DataObject, device: str) -> None:
+    """Each update of a sequence with another algorithm (or the default: Counting without
+    recursion, else DRed^c): counters stay exact where the step's algorithm maintains them."""
+    if data.draw(st.booleans(), label="strip recursion"):
+        program = non_recursive(program)
+    run_sequence(program, data, (*ALGORITHMS, None), device)
 
 
 # --------------------------------------------------------------------------- atomicity

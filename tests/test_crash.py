@@ -3,8 +3,8 @@
 A transitive closure over a random graph (strongly connected components, about 150,000
 path facts) is stored; updates A (insert X, delete Y) and B (insert Y, delete X), with the
 default algorithm (DRed^c), flip the store between two states S0 and S1.  Each trial starts
-the update that leaves the current state in a subprocess and kills it: half the trials after
-a delay drawn uniformly over the measured duration of an unkilled run, half at a random
+the update that leaves the current state in a subprocess and kills it: two trials in three
+after a delay drawn uniformly over the measured duration of an unkilled run, one at a random
 moment between the appearance of the new version's directory and the measured exit (the
 commit and the removal of the old version).  After every kill the store must load and equal
 either the old or the new state, exactly (E, I and the counters of every relation).
@@ -135,7 +135,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
         before = entries(store)
         t0 = time.monotonic()
         proc = start(cur)
-        if trial % 2:  # a delay over the whole run
+        if trial % 3:  # a delay over the whole run
             time.sleep(max(0.0, rng.uniform(0, t_exit) - (time.monotonic() - t0)))
         else:  # a random moment inside the commit
             while proc.poll() is None and not any(name.endswith(".partial")
@@ -151,6 +151,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
         else:
             assert proc.returncode == 0, log.read_text()
             finished += 1
+            t_exit *= 0.95  # runs got faster than the calibration run (a shared machine)
         now = state(store)  # must load
         if same(now, states[cur]):
             assert killed, f"trial {trial}: a finished update left the old state"

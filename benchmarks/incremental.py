@@ -8,8 +8,9 @@ Per benchmark, a *prepare* job times ``materialise()`` with ``counting=False`` (
 ``counting=1`` (Remat-1C) and ``counting=2`` (Remat-2C), checks the reference counts
 where they exist, and computes the fact count of a from-scratch rematerialisation for
 every explicit set the updates produce (the originals minus each small deletion, minus
-the large deletion). Then one job per algorithm materialises with ``counting=True`` and
-measures, on that reasoner:
+the large deletion). Then two jobs per algorithm (small updates; the large deletion)
+each materialise with ``counting=True``, make an untimed warm-up update of a few facts
+and measure, on that reasoner:
 
 * ``small_delete``: delete ``--small`` (1,000) random explicit facts, ``--repeats`` (10)
   times, each a fresh sample from the original state, and ``small_insert``: reinsert them
@@ -18,9 +19,10 @@ measures, on that reasoner:
   Example 1: every ``R(a_i, c_i)``, the deletion of paper 000).
 
 After each update the number of facts is compared with the from-scratch count
-(``matches_remat``). Each job runs in its own child process (``--timeout``), which writes
-its lines as it goes, so a job that runs out of time keeps what it finished. An
-algorithm the engine does not support yet is recorded with ``status: error``.
+(``matches_remat``). Each job runs in its own child process; past ``--timeout`` it gets
+SIGTERM and reports the repeats it finished (the rest is ``status: timeout``). An
+algorithm the engine does not support yet is recorded with ``status: error``; Counting
+is skipped on recursive programs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +47,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
 MATERIALISE_MODES = (("remat", False), ("remat1c", 1), ("remat2c", 2))
 OPERATIONS = ("small_delete", "small_insert", "large_delete")
+WARMUP_FACTS = 10  # facts deleted and reinserted, untimed, before the timed updates
+KILL_GRACE = 30.0  # seconds a timed-out child gets to report before it is killed
 STAT_FIELDS = ("deleted", "inserted", "overdeleted", "rederived", "added", "derivations",
                "backward")
 
@@ -116,6 +121,7 @@ FULL: list[Case] = [
     lubm_case(10),
 ]
 SUITES = {"quick": QUICK, "full": FULL}
+SUITE_LIMITS = {"quick": (30.0, 150.0), "full": (300.0, 1800.0)}  # (repeat budget, timeout) s
 
 
 # --------------------------------------------------------------------------- data
@@ -396,9 +402,10 @@ def _summarise(rec: dict[str, Any], times: list[float], stats: list[dict[str, An
 
 
 def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any],
-                  emit: Callable[[dict[str, Any]], None],
-                  cache_dir: Path | None = None) -> None:
-    """Materialise with counters, then the small deletions/insertions and the large one."""
+                  emit: Callable[[dict[str, Any]], None], cache_dir: Path | None = None,
+                  part: str = "all") -> None:
+    """Materialise with counters, then the small deletions/insertions (``part`` "small"),
+    the large deletion ("large") or both ("all")."""
     wl = load_workload(case, cache_dir)
     base = {**_base(case, st), "algorithm": algorithm}
     r = _new_reasoner(wl, st.device, True)
@@ -408,9 +415,10 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
     upd = _Updater(r, wl.edb, algorithm)
     full = refs["full"]
     if st.warmup:
-        # Untimed delete + reinsert of a sample that is not one of the timed ones.
+        # Untimed delete + reinsert of a few facts that are not a timed sample (JIT, caches).
         try:
-            batch = explicit.take(deletion_sets(explicit.num_rows, case, st, warmup=True)[0][0])
+            warm = deletion_sets(explicit.num_rows, case, st, warmup=True)[0][0]
+            batch = explicit.take(warm[:WARMUP_FACTS])
             upd(delete=batch)
             upd(insert=batch)
         except Exception:  # noqa: BLE001 - the timed runs below report the error
@@ -425,40 +433,53 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
         op: ([], [], [], []) for op in OPERATIONS}
     peaks = {op: 0 for op in OPERATIONS}
     failed: str | None = None
+    interrupted: str | None = None
     rebuilt = 0
     started = time.perf_counter()
-    for k, idx in enumerate(small):
-        batch = explicit.take(idx)
-        for op, kwargs, ref in (("small_delete", {"delete": batch}, refs["small"][k]),
-                                ("small_insert", {"insert": batch}, full)):
-            _reset_peak()
-            try:
-                secs, stats = upd(**kwargs)
-            except Exception as exc:  # noqa: BLE001 - unsupported algorithm: record, go on
-                failed = _error(exc)
+    op = "small_delete"
+    if part == "large":
+        small = []
+    try:
+        for k, idx in enumerate(small):
+            batch = explicit.take(idx)
+            for op, kwargs, ref in (("small_delete", {"delete": batch}, refs["small"][k]),
+                                    ("small_insert", {"insert": batch}, full)):
+                _reset_peak()
+                try:
+                    secs, stats = upd(**kwargs)
+                except Exception as exc:  # noqa: BLE001 - unsupported algorithm: record, go on
+                    failed = _error(exc)
+                    break
+                peaks[op] = max(peaks[op], _peak_rss())
+                times, sts, facts, rfs = acc[op]
+                times.append(secs)
+                sts.append(_stats_dict(stats))
+                facts.append(_facts(r))
+                rfs.append(ref)
+            if failed:
                 break
-            peaks[op] = max(peaks[op], _peak_rss())
-            times, sts, facts, rfs = acc[op]
-            times.append(secs)
-            sts.append(_stats_dict(stats))
-            facts.append(_facts(r))
-            rfs.append(ref)
-        if failed:
-            break
-        if acc["small_insert"][2][-1] != full:
-            # The algorithm got it wrong: start the next repeat from a correct state.
-            r = _new_reasoner(wl, st.device, True)
-            r.materialise()
-            upd = _Updater(r, wl.edb, algorithm)
-            rebuilt += 1
-        if time.perf_counter() - started > st.repeat_budget:
-            break
-    for op in ("small_delete", "small_insert"):
+            if acc["small_insert"][2][-1] != full:
+                # The algorithm got it wrong: start the next repeat from a correct state.
+                r = _new_reasoner(wl, st.device, True)
+                r.materialise()
+                upd = _Updater(r, wl.edb, algorithm)
+                rebuilt += 1
+            if time.perf_counter() - started > st.repeat_budget:
+                break
+    except Interrupted:
+        interrupted = f"timeout during {op} (repeat {len(acc[op][0]) + 1})"
+    for op in ("small_delete", "small_insert") if part != "large" else ():
         rec = recs[op]
         rec["batch_facts"] = int(min(st.small, explicit.num_rows))
+        rec["requested_repeats"] = st.repeats
         if failed and not acc[op][0]:
             emit({**rec, "status": "error", "error": failed})
             continue
+        if interrupted and not acc[op][0]:
+            emit({**rec, "status": "timeout", "error": interrupted})
+            continue
+        if interrupted:
+            rec["interrupted"] = interrupted
         _summarise(rec, *acc[op])
         rec["peak_rss_bytes"] = peaks[op] or None
         rec["rss_bytes"] = _rss()
@@ -468,15 +489,22 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
             rec["error"] = failed
         emit(rec)
 
+    if part == "small":
+        return
     rec = recs["large_delete"]
     rec["batch_facts"] = int(len(large))
     rec["deletion"] = ("every R(a_i, c_i)" if case.large == "example1"
                        else f"{st.large_fraction:.0%} of E at random")
+    if interrupted:
+        emit({**rec, "status": "timeout", "error": f"not run: {interrupted}"})
+        return
     _reset_peak()
     try:
         secs, stats = upd(delete=explicit.take(large))
         _summarise(rec, [secs], [_stats_dict(stats)], [_facts(r)], [refs["large"]])
         rec.update(_memory(r))
+    except Interrupted:
+        rec.update(status="timeout", error="timeout during large_delete")
     except Exception as exc:  # noqa: BLE001
         rec.update(status="error", error=_error(exc))
     emit(rec)
@@ -485,11 +513,20 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
 # --------------------------------------------------------------------------- processes
 
 
+class Interrupted(BaseException):
+    """Raised in a child job by SIGTERM (the parent's timeout), so it can report what it did."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Interrupted()
+
+
 def _child_main(spec_json: str, out_path: str) -> int:
     spec = json.loads(spec_json)
     case = Case(**spec["case"])
     st = Settings(**spec["settings"])
     cache = Path(spec["cache_dir"]) if spec.get("cache_dir") else None
+    signal.signal(signal.SIGTERM, _on_sigterm)
     with open(out_path, "a", encoding="utf-8") as fh:
         def emit(rec: dict[str, Any]) -> None:
             fh.write(json.dumps(rec) + "\n")
@@ -500,7 +537,10 @@ def _child_main(spec_json: str, out_path: str) -> int:
                 info = prepare(case, st, emit, cache)
                 emit({"_info": info})
             else:
-                run_algorithm(case, st, spec["algorithm"], spec["refs"], emit, cache)
+                run_algorithm(case, st, spec["algorithm"], spec["refs"], emit, cache,
+                              spec.get("part", "all"))
+        except Interrupted:
+            emit({"_error": f"timeout: no result within {st.timeout:g} s"})
         except Exception as exc:  # noqa: BLE001 - reported by the parent
             import traceback
 
@@ -518,7 +558,8 @@ def _job(spec: dict[str, Any], st: Settings) -> tuple[list[dict[str, Any]], str 
             if spec["job"] == "prepare":
                 lines.append({"_info": prepare(case, st, lines.append, cache)})
             else:
-                run_algorithm(case, st, spec["algorithm"], spec["refs"], lines.append, cache)
+                run_algorithm(case, st, spec["algorithm"], spec["refs"], lines.append, cache,
+                              spec.get("part", "all"))
         except Exception as exc:  # noqa: BLE001
             return lines, _error(exc)
         return lines, None
@@ -529,13 +570,20 @@ def _job(spec: dict[str, Any], st: Settings) -> tuple[list[dict[str, Any]], str 
         cmd = [sys.executable, "-m", "benchmarks.incremental", "--child", json.dumps(spec),
                str(out_path)]
         why = None
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
         try:
-            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, timeout=st.timeout,
-                                  capture_output=True, text=True)
+            _, err = proc.communicate(timeout=st.timeout)
             if proc.returncode != 0:
-                why = f"child exited {proc.returncode}: " + (proc.stderr or "").strip()[-600:]
+                why = f"child exited {proc.returncode}: " + (err or "").strip()[-600:]
         except subprocess.TimeoutExpired:
             why = f"timeout: no result within {st.timeout:g} s"
+            proc.terminate()  # the child reports what it finished (see Interrupted)
+            try:
+                proc.communicate(timeout=KILL_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
         if out_path.exists():
             for line in out_path.read_text(encoding="utf-8").splitlines():
                 if line.strip():
@@ -575,20 +623,22 @@ def run_case(case: Case, st: Settings, emit: Callable[[dict[str, Any]], None],
                 emit({**base, "algorithm": alg, "operation": op, "status": "skipped",
                       "reason": "Counting is not correct on recursive programs"})
             continue
-        _log(f"{case.name}: {alg}")
-        t0 = time.perf_counter()
-        lines, why = _job({**spec, "job": "algorithm", "algorithm": alg, "refs": info}, st)
-        done = set()
-        for x in lines:
-            emit(x)
-            done.add(x.get("operation"))
-        for op in OPERATIONS:
-            if op not in done:
-                emit({**base, "algorithm": alg, "operation": op,
-                      "status": "timeout" if why and why.startswith("timeout") else "error",
-                      "error": why or "no result"})
-        _log(f"{case.name}: {alg} done in {time.perf_counter() - t0:.1f}s"
-             + (f" ({why[:120]})" if why else ""))
+        for part, ops in (("small", OPERATIONS[:2]), ("large", OPERATIONS[2:])):
+            _log(f"{case.name}: {alg} ({part})")
+            t0 = time.perf_counter()
+            lines, why = _job({**spec, "job": "algorithm", "algorithm": alg, "refs": info,
+                               "part": part}, st)
+            done = set()
+            for x in lines:
+                emit(x)
+                done.add(x.get("operation"))
+            for op in ops:
+                if op not in done:
+                    emit({**base, "algorithm": alg, "operation": op,
+                          "status": "timeout" if why and why.startswith("timeout") else "error",
+                          "error": why or "no result"})
+            _log(f"{case.name}: {alg} ({part}) done in {time.perf_counter() - t0:.1f}s"
+                 + (f" ({why[:120]})" if why else ""))
 
 
 def _log(msg: str) -> None:
@@ -635,19 +685,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=10, help="small deletions per algorithm")
     ap.add_argument("--large-fraction", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat-budget", type=float, default=120.0,
-                    help="stop repeating small deletions after this many seconds")
+    ap.add_argument("--repeat-budget", type=float, default=None,
+                    help="stop repeating small deletions after this many seconds "
+                         "(default: quick 30, full 300)")
     ap.add_argument("--mat-repeats", type=int, default=3,
                     help="timed materialisations per counting mode")
     ap.add_argument("--no-warmup", action="store_true",
                     help="no untimed materialisation / small update before the timed ones")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per child job")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds per child job (default: quick 150, full 1800)")
     ap.add_argument("--in-process", action="store_true", help="run the jobs in this process")
     args = ap.parse_args(argv)
     algs = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
     unknown = [a for a in algs if a not in ALGORITHMS]
     if unknown:
         ap.error(f"unknown algorithms: {unknown}")
+    budget, timeout = SUITE_LIMITS[args.suite]
+    if args.repeat_budget is not None:
+        budget = args.repeat_budget
+    if args.timeout is not None:
+        timeout = args.timeout
     cases = SUITES[args.suite]
     if args.only:
         names = {c.name for c in cases}
@@ -655,8 +712,8 @@ def main(argv: list[str] | None = None) -> int:
                  if any(o == c.name if o in names else o in c.name for o in args.only)]
     st = Settings(device=args.device, algorithms=algs, small=args.small, repeats=args.repeats,
                   large_fraction=args.large_fraction, seed=args.seed,
-                  repeat_budget=args.repeat_budget, mat_repeats=args.mat_repeats,
-                  warmup=not args.no_warmup, timeout=args.timeout,
+                  repeat_budget=budget, mat_repeats=args.mat_repeats,
+                  warmup=not args.no_warmup, timeout=timeout,
                   in_process=args.in_process)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

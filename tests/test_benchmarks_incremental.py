@@ -13,7 +13,7 @@ from benchmarks.generators import example1, sspe, transitive_closure_size
 from benchmarks.report_incremental import fit_exponent
 from benchmarks.report_incremental import main as report_main
 
-CASES = [inc.dag_case(40, 120), inc.sspe_case(60, 300, max_length=3),
+CASES = [inc.dag_case(30, 60), inc.sspe_case(30, 80, max_length=3),
          inc.example1_case(30), inc.example1_case(90)]
 
 

@@ -22,6 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from generators import (
+    Atom,
+    Const,
+    Neg,
     Program,
     Relation,
     Row,
@@ -306,6 +309,54 @@ def test_mixed_algorithm_sequences(program: Program, data: st.DataObject, device
     if data.draw(st.booleans(), label="strip recursion"):
         program = non_recursive(program)
     run_sequence(program, data, (*ALGORITHMS, None), device)
+
+
+# --------------------------------------------------------------------------- nullary relations
+
+E0, Q0, R0 = (Relation(n, ()) for n in ("e", "Q", "R"))
+P1 = Relation("P", ("number",))
+NULLARY_CASES: dict[str, tuple[Program, list[Update]]] = {
+    "delete an explicit nullary fact": (
+        Program((E0,), inline_facts={"e": [()]}),
+        [Update({}, {"e": [()]}), Update({"e": [()]}, {})],
+    ),
+    "insert, then delete a nullary fact": (
+        Program((E0,)),
+        [Update({"e": [()]}, {}), Update({}, {"e": [()]})],
+    ),
+    "an explicit nullary fact loses its derivation": (  # R() :- Q().  E = {Q(), R()}
+        Program((Q0, R0), (Rule(Atom("R", ()), (Atom("Q", ()),)),),
+                inline_facts={"Q": [()], "R": [()]}),
+        [Update({}, {"Q": [()]}), Update({"Q": [()]}, {"R": [()]})],
+    ),
+    "negation turns off a recursive nullary rule": (  # R() :- R(), !P(1).  E = {R()}
+        Program((P1, R0), (Rule(Atom("R", ()), (Atom("R", ()), Neg(Atom("P", (Const(1),))))),),
+                inline_facts={"R": [()]}),
+        [Update({"P": [(1,)]}, {}), Update({}, {"P": [(1,)], "R": [()]})],
+    ),
+}
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("case", list(NULLARY_CASES))
+def test_nullary_updates(case: str, algorithm: str, device: str) -> None:
+    """Fixed updates of nullary relations (regressions found by test_update_sequences)."""
+    program, steps = NULLARY_CASES[case]
+    r = Reasoner(render_program(program), device=device, counting=True)
+    r.materialise()
+    if algorithm == "counting" and has_recursive_rule(program):
+        insert, delete = engine_update(steps[0], program)
+        with pytest.raises((ValueError, ProgramError), match="(?i)recurs"):
+            r.update(insert=insert, delete=delete, algorithm=algorithm)
+        return
+    explicit = explicit_facts(program)
+    for k, update in enumerate(steps):
+        insert, delete = engine_update(update, program)
+        r.update(insert=insert, delete=delete, algorithm=algorithm)
+        explicit = updated_facts(explicit, update)
+        expected = evaluate(with_facts(program, explicit))
+        problems = check_state(r, program, explicit, expected, algorithm)
+        assert not problems, f"{case}, {algorithm}, update {k + 1}: " + "; ".join(problems)
 
 
 # --------------------------------------------------------------------------- atomicity

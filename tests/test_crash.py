@@ -114,7 +114,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
         if t_commit is None and current_version(store) != before:
             t_commit = now
         time.sleep(0.001)
-    t_exit = time.monotonic() - t0
+    t_exit = t_run = time.monotonic() - t0
     assert proc.returncode == 0, log.read_text()
     states.append(state(store))
     assert not same(states[0], states[1])
@@ -165,7 +165,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
           f"the old or the new state (old {outcomes['old']}, new {outcomes['new']}; "
           f"{during_commit} killed while writing the store; {finished} runs finished "
           f"first); "
-          f"unkilled run {t_exit:.2f} s, commit {t_partial:.2f}-{t_commit:.2f} s; "
+          f"unkilled run {t_run:.2f} s, commit {t_partial:.2f}-{t_commit:.2f} s; "
           f"{elapsed:.0f} s")
     assert outcomes["old"] >= 1 and outcomes["new"] >= 1
     assert during_commit >= 1

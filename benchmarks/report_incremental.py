@@ -76,6 +76,8 @@ def _cell(rec: dict[str, Any] | None) -> str:
     if not _ok(rec):
         return {"skipped": "–", "timeout": "timeout"}.get(str(rec.get("status")), "error")
     mark = " ✗" if rec.get("matches_remat") is False or rec.get("count_ok") is False else ""
+    if rec.get("repeats", 1) < (rec.get("requested_repeats") or 1):
+        mark = f" ({rec['repeats']}×)" + mark
     return _fmt_s(rec["seconds"]) + mark
 
 
@@ -150,7 +152,8 @@ def combined_table(cases: list[tuple[str, str]], algs: list[str],
     algs = [a for a in algs if any(table.get((*c, a, op)) for c in cases for op in OPERATIONS)]
     out = ["## Overview", "",
            "Seconds per cell: small deletion / small insertion / large deletion (✗: the fact "
-           "count after the update differs from a from-scratch rematerialisation; – skipped).",
+           "count after the update differs from a from-scratch rematerialisation; – skipped; "
+           "(k×): mean of only k repeats, the time budget ran out; timeout: none finished).",
            "", _row(["benchmark", *(LABELS.get(a, a) for a in algs)]), _align(1, len(algs))]
     for case in cases:
         if not any(table.get((*case, a, op)) for a in algs for op in OPERATIONS):

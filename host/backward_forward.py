@@ -124,10 +124,8 @@ class _Stratum:
                 continue
             atoms = [a for a in rule.body if isinstance(a, Atom)]
             mine = [a for a in atoms if a.relation in self.in_s]
-            cols = self._instances(rule, row, mine, self._pos_check)
-            if cols is None:
-                continue
-            for k in range(len(next(iter(cols.values()))) if cols else 0):
+            n, cols = self._instances(rule, row, mine, self._pos_check)
+            for k in range(n):
                 for a in mine:
                     yield a.relation, tuple(
                         int(cols[t.name][k]) if isinstance(t, Var)
@@ -142,9 +140,9 @@ class _Stratum:
         return st.mid(name)
 
     def _instances(self, rule: Rule, row: tuple[int, ...], mine: list[Atom],
-                   pos: Any) -> dict[str, np.ndarray] | None:
-        """Bindings of the variables of ``mine`` in the instances of ``rule`` whose head is
-        ``row`` (None when the head cannot match)."""
+                   pos: Any) -> tuple[int, dict[str, np.ndarray]]:
+        """The number of instances of ``rule`` whose head is ``row`` and the bindings of
+        the variables of ``mine`` in them."""
         xp = self.be.xp
         cols: dict[str, Any] = {}
         extra: list[Compare] = []
@@ -152,11 +150,11 @@ class _Stratum:
             v = row[p]
             if isinstance(t, Var):
                 if t.name in cols and int(cols[t.name][0]) != v:
-                    return None
+                    return 0, {}
                 cols[t.name] = xp.asarray([v], dtype=np.int64)
             elif isinstance(t, Const):
                 if const_value(t, self.u.ev.symbols) != v:
-                    return None
+                    return 0, {}
             else:
                 assert isinstance(t, Call)
                 name = f"#h{p}"
@@ -170,11 +168,12 @@ class _Stratum:
                 for lit in rule.body if isinstance(lit, Negation)]
         outs = self.u.ev.evaluate(query, [pos(a.relation) for a in atoms], spec,
                                   initial=Bindings(cols, 1))
-        self.u.stats.backward += sum(o.n for o in outs)
-        if not outs:
-            return None
-        return {v: np.concatenate([self.be.to_host(o.cols[i]) for o in outs])
-                for i, v in enumerate(wanted)}
+        n = sum(o.n for o in outs)
+        self.u.stats.backward += n
+        if not n:
+            return 0, {}
+        return n, {v: np.concatenate([self.be.to_host(o.cols[i]) for o in outs])
+                   for i, v in enumerate(wanted)}
 
     # --- lines 77-86 ---------------------------------------------------------------------
 
@@ -216,8 +215,7 @@ class _Stratum:
         one = _rows(self.be, u.arity[rel], [row])
         if self.counters:
             return bool(u.state.counter(rel, one, False)[0] > 0)
-        if bool(u.explicit[rel].contains(one.cols)[0]) and not bool(
-                u.e_minus[rel].contains(one.cols)[0]):
+        if _has(u.explicit[rel], one) and not _has(u.e_minus[rel], one):
             return True
         for rule in self.s.nonrecursive_rules:
             if rule.head.relation == rel:
@@ -233,6 +231,13 @@ def _rows(be: Any, arity: int, rows: list[tuple[int, ...]]) -> RowSet:
         return RowSet.from_columns(be, (), 0, n_rows=len(rows))
     arr = np.asarray(rows, dtype=np.int64).reshape(len(rows), arity)
     return RowSet.from_columns(be, tuple(be.asarray(arr[:, i]) for i in range(arity)), arity)
+
+
+def _has(rs: RowSet, one: RowSet) -> bool:
+    """Whether the single row of ``one`` is in ``rs``."""
+    if rs.arity == 0:
+        return len(rs) > 0
+    return bool(rs.contains(one.cols)[0])
 
 
 def _tuples(rs: RowSet) -> list[tuple[int, ...]]:

@@ -144,8 +144,7 @@ def counting(u: Update) -> None:
             rows = u.union(r, cand[r])
             if not len(rows):
                 continue
-            in_i = st.rel[r].I.contains(rows.cols) if st.rel[r].I.n else u.be.xp.zeros(
-                len(rows), dtype=bool)
+            in_i = st.rel[r].I.has(rows)
             old = rows.select(in_i)
             if len(old):
                 gone = old.select(st.counter(r, old, False) == 0)
@@ -197,7 +196,7 @@ def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
         d = st.rel[r].D.compact()
         if not len(d):
             continue
-        hit = u.explicit[r].contains(d.cols) & ~u.e_minus[r].contains(d.cols)
+        hit = u.explicit[r].has(d) & ~u.e_minus[r].has(d)
         for rule in s.rules:
             if rule.head.relation != r or bool(hit.all()):
                 continue

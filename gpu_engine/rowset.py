@@ -241,6 +241,12 @@ class RowSet:
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 
+    def has(self, rows: RowSet) -> Any:
+        """Mask over ``rows`` (a row set of the same arity): which are in this set."""
+        if self.arity == 0:
+            return self.be.xp.full(len(rows), bool(self.n), dtype=bool)
+        return self.contains(rows.cols, rows_sorted=True)
+
     def first_column_range(self) -> tuple[int, int]:
         """(min, max) of the first column as host ints (rows are sorted; cached)."""
         rng = self._indexes.get("range")

@@ -104,7 +104,7 @@ class UpdateState:
         if len(rows) == 0:
             return rows
         n = len(rows)
-        in_i = s.I.contains(rows.cols) if s.I.n else self.be.xp.zeros(n, dtype=bool)
+        in_i = s.I.has(rows)
         out = (in_i & s.gone.contains(rows.cols, n)) | (~in_i & ~s.A_new.contains(rows.cols, n))
         return rows.select(out)
 
@@ -113,7 +113,7 @@ class UpdateState:
         s = self.rel[name]
         if len(delta) == 0:
             return
-        in_i = s.I.contains(delta.cols) if s.I.n else self.be.xp.zeros(len(delta), dtype=bool)
+        in_i = s.I.has(delta)
         back, fresh = delta.select(in_i), delta.select(~in_i)
         if len(back):
             s.A_old = s.A_old.append(back)
@@ -137,8 +137,7 @@ class UpdateState:
         if self.level < (2 if recursive else 1) or len(rows) == 0:
             return
         s = self.rel[name]
-        xp = self.be.xp
-        in_i = s.I.contains(rows.cols) if s.I.n else xp.zeros(len(rows), dtype=bool)
+        in_i = s.I.has(rows)
         if bool(in_i.all()):
             inside, cin, outside = rows, counts, None
         else:

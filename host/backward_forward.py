@@ -235,9 +235,7 @@ def _rows(be: Any, arity: int, rows: list[tuple[int, ...]]) -> RowSet:
 
 def _has(rs: RowSet, one: RowSet) -> bool:
     """Whether the single row of ``one`` is in ``rs``."""
-    if rs.arity == 0:
-        return len(rs) > 0
-    return bool(rs.contains(one.cols)[0])
+    return bool(rs.has(one)[0])
 
 
 def _tuples(rs: RowSet) -> list[tuple[int, ...]]:

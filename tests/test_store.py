@@ -342,13 +342,8 @@ def expected_after(r0: Reasoner, insert: dict[str, str], delete: dict[str, str],
     return fresh
 
 
-@pytest.mark.parametrize("algorithm", [
-    "remat", "remat1c", "remat2c", "dred", "dredc", "bfc", None,
-    pytest.param("bf", marks=pytest.mark.xfail(
-        raises=IndexError, strict=True,
-        reason="B/F without counters fails on nullary relations (host/backward_forward.py: "
-               "contains(one.cols)[0] of a 0-ary row)")),
-])
+@pytest.mark.parametrize("algorithm", ["remat", "remat1c", "remat2c", "dred", "dredc", "bf",
+                                       "bfc", None])
 def test_update_inserts_and_deletes(case: tuple[Path, Path], tmp_path: Path,
                                     algorithm: str | None,
                                     capsys: pytest.CaptureFixture[str]) -> None:

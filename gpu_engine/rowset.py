@@ -241,6 +241,40 @@ class RowSet:
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 
+    def replaced(self, remove_pos: Any, fresh: RowSet) -> tuple[RowSet, Any, Any]:
+        """``(self without the rows at remove_pos) ∪ fresh`` (fresh disjoint from self),
+        the new positions of the kept rows and of the fresh rows.  Linear in the size
+        (no sort of the old rows), and the join indexes are carried over, so a small
+        change does not cost a rebuild of every index of a large relation."""
+        be, xp = self.be, self.be.xp
+        keep = xp.ones(self.n, dtype=bool)
+        if len(remove_pos):
+            keep[remove_pos] = False
+        kept = self.select(keep) if len(remove_pos) else self
+        if len(fresh) == 0 or self.arity == 0:
+            out = kept if len(fresh) == 0 else (kept if kept.n else fresh)
+            pos_k = xp.arange(kept.n, dtype=INDEX)
+            pos_f = xp.zeros(len(fresh), dtype=INDEX) if self.arity == 0 else pos_k[:0]
+        else:
+            me = kept._covering(fresh.cols)
+            if me.spec is None and self.arity > 1:
+                out = me.merge(fresh)
+                pos_k, pos_f = out.positions(kept.cols), out.positions(fresh.cols)
+            else:
+                ok = fresh.keys if (self.arity == 1 or fresh.spec == me.spec) else _keys_with(
+                    be, fresh.cols, me.spec)
+                pos_k, pos_f = S.merge_positions(be, me.keys, ok)
+                out = me.merge(fresh)
+        remap = xp.full(self.n, -1, dtype=INDEX)
+        remap[xp.flatnonzero(keep)] = pos_k
+        for key, idx in self._indexes.items():
+            if key == "range" or idx.sorted_keys is None:
+                continue
+            carried = _carry_index(be, key, idx, remap, fresh, pos_f)
+            if carried is not None:
+                out._indexes[key] = carried
+        return out, pos_k, pos_f
+
     def has(self, rows: RowSet) -> Any:
         """Mask over ``rows`` (a row set of the same arity): which are in this set."""
         if self.arity == 0:
@@ -335,6 +369,46 @@ class RowSet:
             idx = JoinIndex(kk, base if order is None else base[order], spec)
         self._indexes[ck] = idx
         return idx
+
+
+def _carry_index(be: Backend, key: Any, idx: JoinIndex, remap: Any, fresh: RowSet,
+                 pos_f: Any) -> JoinIndex | None:
+    """An index of the old rows, renumbered by ``remap`` (-1: removed) and with the
+    qualifying fresh rows merged in by key; None when the fresh keys do not fit."""
+    xp = be.xp
+    key_pos, consts, equal = key
+    rows = remap[idx.rows]
+    live = rows >= 0
+    sk, rows = idx.sorted_keys[live], rows[live]
+    if len(fresh) == 0:
+        return JoinIndex(sk, rows, idx.spec)
+    mask = xp.ones(len(fresh), dtype=bool)
+    for p, v in consts:
+        mask &= fresh.cols[p] == v
+    for i, j in equal:
+        mask &= fresh.cols[i] == fresh.cols[j]
+    sel = xp.flatnonzero(mask)
+    if len(sel) == 0:
+        return JoinIndex(sk, rows, idx.spec)
+    if key_pos:
+        if idx.spec is None:
+            return None
+        kcols = [fresh.cols[p][sel] for p in key_pos]
+        if not idx.spec.covers(*K.column_ranges(be, kcols)):
+            return None
+        fk = K.pack(be, kcols, idx.spec)
+    else:
+        fk = xp.zeros(len(sel), dtype=INDEX)
+    order = S.argsort_keys(be, fk)
+    fk, frows = fk[order], pos_f[sel][order]
+    at = xp.searchsorted(sk, fk, side="right") + xp.arange(len(fk), dtype=INDEX)
+    is_f = xp.zeros(len(sk) + len(fk), dtype=bool)
+    is_f[at] = True
+    keys = xp.empty(len(is_f), dtype=INDEX)
+    out_rows = xp.empty(len(is_f), dtype=INDEX)
+    keys[~is_f], keys[at] = sk, fk
+    out_rows[~is_f], out_rows[at] = rows, frows
+    return JoinIndex(keys, out_rows, idx.spec)
 
 
 def _spec_for(be: Backend, cols: tuple[Any, ...]) -> K.KeySpec | None:

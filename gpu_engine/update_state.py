@@ -174,23 +174,24 @@ class UpdateState:
                 if c is not None:
                     counters[name] = Counters(nr, r)
                 continue
-            keep = ~s.gone.contains(s.I.cols, s.I.n) if s.I.n else xp.zeros(0, dtype=bool)
-            kept = s.I.select(keep) if len(s.gone) else s.I
-            fresh = s.A_new.compact()
-            merged = kept.merge(fresh) if len(fresh) else kept
+            gone = s.gone.compact()
+            remove = s.I.positions(gone.cols) if len(gone) else xp.zeros(0, dtype=INDEX)
+            merged, pos_k, _ = s.I.replaced(remove, s.A_new.compact())
             store[name] = RunSet.of(merged)
             if c is None:
                 continue
             new_nr = xp.zeros(len(merged), dtype=INDEX)
             new_r = xp.zeros(len(merged), dtype=INDEX)
-            if len(kept):
-                pk = merged.positions(kept.cols) if len(fresh) else xp.arange(len(kept))
-                sel = xp.flatnonzero(keep) if len(s.gone) else slice(None)
-                new_nr[pk] = nr[sel]
-                new_r[pk] = r[sel]
+            keep = xp.ones(s.I.n, dtype=bool)
+            keep[remove] = False
+            new_nr[pos_k] = nr[keep]
+            new_r[pos_k] = r[keep]
             for rows, cnt, recursive in s.new_log:
                 (new_r if recursive else new_nr)[merged.positions(rows.cols)] += cnt
             counters[name] = Counters(new_nr, new_r)
+        if self.level < 2:  # recursive counters are not maintained: report none
+            for name, c in counters.items():
+                counters[name] = Counters(c.nonrec, xp.zeros_like(c.nonrec))
         return store, counters
 
 

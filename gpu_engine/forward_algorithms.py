@@ -205,7 +205,6 @@ def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
             u.stats.backward += matched
             hit[u.be.xp.flatnonzero(~hit)[got]] = True
         out[r] = d.select(hit)
-        u.stats.rederived += len(out[r])
     return out
 
 
@@ -222,7 +221,6 @@ def dred_c(u: Update) -> None:
             d = st.rel[r].D.compact()
             if len(d):
                 rederived[r] = d.select(st.counter(r, d, True) > 0)
-                u.stats.rederived += len(rederived[r])
         u.insert(s, rederived, counters=True)  # line 25
 
 

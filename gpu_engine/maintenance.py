@@ -120,6 +120,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     else:
         assert backward_forward is not None
         backward_forward(u, alg == "bfc")
+    stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|
     store, counters = state.commit()
     engine.explicit = new_e
     engine.store = store

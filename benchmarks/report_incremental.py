@@ -62,6 +62,10 @@ def _fmt_s(x: Any) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:,.1f}"
 
 
+def _fmt_ratio(x: float) -> str:
+    return f"{x:.2f}" if 0.1 <= x < 100 else f"{x:.2g}" if x < 0.1 else f"{x:,.0f}"
+
+
 def _fmt_int(x: Any) -> str:
     return "" if x is None else f"{int(round(float(x))):,}"
 
@@ -139,7 +143,7 @@ def operation_table(op: str, cases: list[tuple[str, str]], algs: list[str],
         cells = [_case_label(case), _fmt_int(batch), *(_cell(recs[a]) for a in algs)]
         for a, b in ratios:
             ra, rb = recs[a], recs[b]
-            cells.append(f"{ra['seconds'] / rb['seconds']:.2f}"
+            cells.append(_fmt_ratio(ra["seconds"] / rb["seconds"])
                          if _ok(ra) and _ok(rb) and rb["seconds"] > 0 else "")
         out.append(_row(cells))
     out.append("")
@@ -310,7 +314,7 @@ def plot_example1(table: dict[Key, dict[str, Any]], algs: list[str], path: Path)
     if not series:
         return False
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(8.0, 4.5))
     for a, pts in series.items():
         ns, ts = [n for n, _ in pts], [t for _, t in pts]
         k = fit_exponent(ns, ts)
@@ -321,7 +325,7 @@ def plot_example1(table: dict[Key, dict[str, Any]], algs: list[str], path: Path)
     ax.set_xlabel("n")
     ax.set_ylabel("seconds to delete every R(a_i, c_i)")
     ax.set_title("Example 1 (paper 000): scaling")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -15,7 +15,7 @@ from typing import Any
 from kernels.backend import INDEX
 
 from .affected import VersionOf, affected, rederivable
-from .ir import Rule
+from .ir import Atom, Negation, Rule
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -60,11 +60,20 @@ class Update:
 
     def removed(self) -> dict[str, RunSet]:
         """``D \\ A`` per relation (nonempty ones)."""
-        return {n: g for n in self.arity if len(g := self.state.removed(n))}
+        return {n: g for n in self.state.touched if len(g := self.state.removed(n))}
 
     def added(self) -> dict[str, RunSet]:
         """``A \\ D`` per relation (nonempty ones)."""
-        return {n: a for n in self.arity if len(a := self.state.added(n))}
+        return {n: a for n in self.state.touched if len(a := self.state.added(n))}
+
+    def idle(self, s: Stratum) -> bool:
+        """Whether nothing can change in stratum ``s``: no explicit change of its facts
+        and no change of a relation its rules read (every Π⟦...⟧ of it is then empty)."""
+        if any(len(self.e_minus[r]) or len(self.e_plus[r]) for r in s.relations):
+            return False
+        changed = {n for n in self.state.touched
+                   if len(self.state.removed(n)) or len(self.state.added(n))}
+        return not (changed & reads(s))
 
     def union(self, name: str, parts: list[RowSet]) -> RowSet:
         return union_rows(self.be, self.arity[name], parts)
@@ -108,6 +117,24 @@ class Update:
                     st.bump(r, rows, cnt, True, +1)
 
 
+_READS: dict[int, frozenset[str]] = {}
+
+
+def reads(s: Stratum) -> frozenset[str]:
+    """Relations read (positively or negatively) by the rules of a stratum."""
+    hit = _READS.get(id(s))
+    if hit is None:
+        names: set[str] = set()
+        for rule in s.rules:
+            for lit in rule.body:
+                if isinstance(lit, Atom):
+                    names.add(lit.relation)
+                elif isinstance(lit, Negation):
+                    names.add(lit.atom.relation)
+        hit = _READS[id(s)] = frozenset(names)
+    return hit
+
+
 # --- Counting (Gupta, Mumick and Subrahmanian 1993) -------------------------------------
 
 
@@ -120,8 +147,7 @@ def counting(u: Update) -> None:
         if s.recursive:
             raise ValueError("the Counting algorithm handles non-recursive programs only; "
                              f"stratum {s.index} ({', '.join(s.relations)}) is recursive")
-        if not s.rules and not any(len(u.e_minus[r]) or len(u.e_plus[r])
-                                   for r in s.relations):
+        if u.idle(s):
             continue
         cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
         for r in s.relations:
@@ -161,6 +187,8 @@ def counting(u: Update) -> None:
 def dred(u: Update) -> None:
     """DRed: overdelete, rederive one step by evaluating rules backwards, insert."""
     for s in u.strata:
+        if u.idle(s):
+            continue
         _dred_overdelete(u, s)
         rederived = _dred_rederive(u, s)  # line 4
         u.insert(s, rederived, counters=False)  # line 5
@@ -215,6 +243,8 @@ def dred_c(u: Update) -> None:
     """DRed^c: counters replace backward rule evaluation."""
     st = u.state
     for s in u.strata:
+        if u.idle(s):
+            continue
         _dredc_overdelete(u, s)  # line 23
         rederived = {}
         for r in s.relations:  # line 24: R := {F ∈ D ∩ O^s | C_r[F] > 0}

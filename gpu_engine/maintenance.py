@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kernels.backend import INDEX
+
 from .rowset import RowSet
 from .stats import UpdateStats
 from .update_state import UpdateState
@@ -71,12 +73,21 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
+        new_e = dict(engine.explicit)
         for name, e in engine.explicit.items():  # line 1 of Algorithms 1-3
-            e_minus[name] = e_minus[name].minus(e_minus[name].minus(e)).minus(e_plus[name])
-            e_plus[name] = e_plus[name].minus(e)
+            em, ep = e_minus[name], e_plus[name]
+            if len(em):
+                em = em.select(e.has(em))  # E⁻ ∩ E
+                if len(ep) and len(em):
+                    em = em.select(~ep.has(em))  # \ E⁺
+            if len(ep):
+                ep = ep.select(~e.has(ep))  # E⁺ \ E
+            e_minus[name], e_plus[name] = em, ep
+            if len(em) or len(ep):  # E' = (E \ E⁻) ∪ E⁺, linear in |E|
+                gone = e.positions(em.cols) if len(em) else engine.be.xp.zeros(0, dtype=INDEX)
+                new_e[name] = e.replaced(gone, ep)[0]
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
-        new_e = {n: e.minus(e_minus[n]).union(e_plus[n])[0] for n, e in engine.explicit.items()}
         if alg.startswith("remat"):
             engine.explicit = new_e
             engine.counting = _LEAVES[alg]

@@ -118,11 +118,11 @@ class RowSet:
         if self.arity == 0:
             keep = bool(self.n) and bool(mask[0]) if len(mask) else False
             return self if keep else RowSet.empty(self.be, 0)
-        idx = self.be.xp.flatnonzero(mask)
-        if len(idx) == self.n:
+        m = int(mask.sum())
+        if m == self.n:
             return self
-        cols = None if self.cols_ is None else S.take_rows(self.cols_, idx)
-        return RowSet(self.be, cols, self.keys[idx], self.spec, len(idx))
+        cols = None if self.cols_ is None else tuple(c[mask] for c in self.cols_)
+        return RowSet(self.be, cols, self.keys[mask], self.spec, m)
 
     def merge(self, other: RowSet) -> RowSet:
         """Union with a disjoint sorted row set, by a linear merge."""
@@ -234,10 +234,22 @@ class RowSet:
             return xp.zeros(n, dtype=bool)
         if self.arity == 1:
             return S.isin_sorted(self.be, cols[0], self.keys, rows_sorted)
-        if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
-            # packing with a covering layout keeps sorted rows sorted
-            return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,
-                                 rows_sorted)
+        if self.spec is not None:
+            if self.spec.covers(*K.column_ranges(self.be, cols)):
+                # packing with a covering layout keeps sorted rows sorted
+                return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,
+                                     rows_sorted)
+            # rows outside the layout's ranges cannot be members: test the others only
+            fits = xp.ones(n, dtype=bool)
+            for c, off, w in zip(cols, self.spec.offsets, self.spec.widths):
+                fits &= (c >= off) & (c - off < (1 << w))
+            idx = xp.flatnonzero(fits)
+            out = xp.zeros(n, dtype=bool)
+            if len(idx):
+                sub = tuple(c[idx] for c in cols)
+                out[idx] = S.isin_sorted(self.be, K.pack(self.be, sub, self.spec), self.keys,
+                                         rows_sorted)
+            return out
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 
@@ -265,14 +277,10 @@ class RowSet:
                     be, fresh.cols, me.spec)
                 pos_k, pos_f = S.merge_positions(be, me.keys, ok)
                 out = me.merge(fresh)
-        remap = xp.full(self.n, -1, dtype=INDEX)
-        remap[xp.flatnonzero(keep)] = pos_k
-        for key, idx in self._indexes.items():
-            if key == "range" or idx.sorted_keys is None:
-                continue
-            carried = _carry_index(be, key, idx, remap, fresh, pos_f)
-            if carried is not None:
-                out._indexes[key] = carried
+        old = {k: v for k, v in self._indexes.items()
+               if k != "range" and k != "carry" and v.sorted_keys is not None}
+        if old and out is not self:  # carried over lazily, when a join asks for one
+            out._indexes["carry"] = _Carry(old, keep, pos_k, fresh, pos_f)
         return out, pos_k, pos_f
 
     def has(self, rows: RowSet) -> Any:
@@ -336,6 +344,12 @@ class RowSet:
         if hit is not None:
             return hit
         be, xp = self.be, self.be.xp
+        carry = self._indexes.get("carry")
+        if carry is not None and ck in carry.old:
+            idx = _carry_index(be, ck, carry.old[ck], carry.remap(be), carry.fresh, carry.pos_f)
+            if idx is not None:
+                self._indexes[ck] = idx
+                return idx
         rows = None
         if consts or equal:
             mask = xp.ones(self.n, dtype=bool)
@@ -369,6 +383,26 @@ class RowSet:
             idx = JoinIndex(kk, base if order is None else base[order], spec)
         self._indexes[ck] = idx
         return idx
+
+
+@dataclass
+class _Carry:
+    """Join indexes of the version a RowSet was derived from (by :meth:`RowSet.replaced`),
+    renumbered when first asked for."""
+
+    old: dict[Any, JoinIndex]
+    keep: Any
+    pos_k: Any
+    fresh: RowSet
+    pos_f: Any
+    _remap: Any = None
+
+    def remap(self, be: Backend) -> Any:
+        if self._remap is None:
+            xp = be.xp
+            self._remap = xp.full(len(self.keep), -1, dtype=INDEX)
+            self._remap[xp.flatnonzero(self.keep)] = self.pos_k
+        return self._remap
 
 
 def _carry_index(be: Backend, key: Any, idx: JoinIndex, remap: Any, fresh: RowSet,

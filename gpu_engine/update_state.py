@@ -51,6 +51,7 @@ class UpdateState:
         self.level = level
         self.counters = counters
         self.rel: dict[str, RelState] = {}
+        self.touched: set[str] = set()  # relations whose D or A is not empty
         for name, runs in store.items():
             empty = RunSet.empty(be, runs.arity)
             self.rel[name] = RelState(runs.compact(), empty, empty, empty, empty)
@@ -95,6 +96,7 @@ class UpdateState:
         """``D := D ∪ Δ_D`` (Δ_D ⊆ I \\ D)."""
         s = self.rel[name]
         if len(delta):
+            self.touched.add(name)
             s.D = s.D.append(delta)
             s.gone = s.gone.append(delta)
 
@@ -113,6 +115,7 @@ class UpdateState:
         s = self.rel[name]
         if len(delta) == 0:
             return
+        self.touched.add(name)
         in_i = s.I.has(delta)
         back, fresh = delta.select(in_i), delta.select(~in_i)
         if len(back):
@@ -180,12 +183,15 @@ class UpdateState:
             store[name] = RunSet.of(merged)
             if c is None:
                 continue
-            new_nr = xp.zeros(len(merged), dtype=INDEX)
-            new_r = xp.zeros(len(merged), dtype=INDEX)
             keep = xp.ones(s.I.n, dtype=bool)
             keep[remove] = False
-            new_nr[pos_k] = nr[keep]
-            new_r[pos_k] = r[keep]
+            if len(merged) == int(keep.sum()):  # nothing added: kept rows stay in order
+                new_nr, new_r = nr[keep], r[keep]
+            else:
+                new_nr = xp.zeros(len(merged), dtype=INDEX)
+                new_r = xp.zeros(len(merged), dtype=INDEX)
+                new_nr[pos_k] = nr[keep]
+                new_r[pos_k] = r[keep]
             for rows, cnt, recursive in s.new_log:
                 (new_r if recursive else new_nr)[merged.positions(rows.cols)] += cnt
             counters[name] = Counters(new_nr, new_r)

@@ -42,7 +42,7 @@ Fact = tuple[str, tuple[int, ...]]
 def bf(u: Update, with_counters: bool) -> None:
     """B/F (``with_counters=False``) or B/F^c over all strata (lines 51-56)."""
     for s in u.strata:
-        if not s.rules and not any(len(u.e_minus[r]) or len(u.e_plus[r]) for r in s.relations):
+        if u.idle(s):
             continue
         _Stratum(u, s, with_counters).delete_unproved()  # line 54
         u.insert(s, {}, counters=with_counters)  # line 55

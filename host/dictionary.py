@@ -74,11 +74,15 @@ class SymbolTable:
         enc = arr if pa.types.is_dictionary(arr.type) else arr.dictionary_encode()
         uniq: pa.Array = enc.dictionary
         indices = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        known = pc.index_in(uniq, value_set=self.values()) if len(self._index) else None
         ids = np.empty(len(uniq), dtype=np.int64)
-        if known is None:
+        if not len(self._index):
             new_mask = np.ones(len(uniq), dtype=bool)
+        elif 8 * len(uniq) < len(self._index):  # few values: dictionary look-ups beat
+            found = [self._index.get(v, -1) for v in uniq.to_pylist()]  # hashing all ids
+            ids[:] = found
+            new_mask = ids < 0
         else:
+            known = pc.index_in(uniq, value_set=self.values())
             new_mask = known.is_null().to_numpy(zero_copy_only=False)
             ids[~new_mask] = known.filter(pc.invert(known.is_null())).to_numpy()
         new_vals = uniq.filter(pa.array(new_mask))

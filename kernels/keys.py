@@ -39,8 +39,10 @@ def column_ranges(be: Backend, cols: Columns) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every (non-empty) column, as Python ints."""
     if not cols or len(cols[0]) == 0:
         return [0] * len(cols), [0] * len(cols)
+    if not be.is_gpu:  # NumPy reductions return host scalars: no stacking needed
+        return [int(c.min()) for c in cols], [int(c.max()) for c in cols]
     xp = be.xp
-    mins = xp.stack([c.min() for c in cols])
+    mins = xp.stack([c.min() for c in cols])  # one device-to-host copy, not one per column
     maxs = xp.stack([c.max() for c in cols])
     return [int(v) for v in be.to_host(mins)], [int(v) for v in be.to_host(maxs)]
 

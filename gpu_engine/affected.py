@@ -76,16 +76,14 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
     return out
 
 
-def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
-                neg: VersionOf) -> tuple[Any, int]:
-    """Mask over ``facts`` (rows of the rule's head relation): which have an instance of
-    ``rule`` with positive atoms in ``pos`` and negated atoms missing ``neg``; and the
-    number of instances matched (the cost of evaluating the rule backwards)."""
+def backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf, neg: VersionOf,
+             emit: tuple[str, ...] = ()) -> list[RuleOutput]:
+    """Instances of ``rule`` whose head is one of ``facts``, by evaluating the rule
+    "backwards": the head is bound to each fact and the body is evaluated as a query,
+    positive atoms over ``pos``, negated atoms missing ``neg``.  Each output row is one
+    instance: the fact's index in ``facts`` followed by the values of ``emit``."""
     xp = ev.be.xp
     n = len(facts)
-    hit = xp.zeros(n, dtype=bool)
-    if n == 0:
-        return hit, 0
     cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
     keep = xp.ones(n, dtype=bool)
     extra: list[Compare] = []
@@ -98,23 +96,30 @@ def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
                 cols[t.name] = col
         elif isinstance(t, Const):
             keep &= col == const_value(t, ev.symbols)
-        else:
+        else:  # a functor: bind its value, check it once the body binds its variables
             assert isinstance(t, Call)
             v = f"#h{p}"
             cols[v] = col
             extra.append(Compare("=", Var(v), t, t.type, rule.loc))
     idx = xp.flatnonzero(keep)
+    if n == 0 or len(idx) == 0:
+        return []
     start = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
-    if start.n == 0:
-        return hit, 0
-    query = Rule(Atom("#backward", (Var("#fact"),)), rule.body + tuple(extra), rule.loc)
-    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-    sources = [pos(a.relation) for a in atoms]
+    query = Rule(Atom("#backward", tuple(Var(v) for v in ("#fact", *emit))),
+                 rule.body + tuple(extra), rule.loc)
+    sources = [pos(lit.relation) for lit in rule.body if isinstance(lit, Atom)]
     spec = [[(neg(lit.atom.relation), False)] for lit in rule.body if isinstance(lit, Negation)]
-    outs = ev.evaluate(query, sources, spec, initial=start)
+    return ev.evaluate(query, sources, spec, initial=start)
+
+
+def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
+                neg: VersionOf) -> tuple[Any, int]:
+    """Mask over ``facts`` (rows of the rule's head relation): which have an instance of
+    ``rule`` with positive atoms in ``pos`` and negated atoms missing ``neg``; and the
+    number of instances matched (the cost of evaluating the rule backwards)."""
+    hit = ev.be.xp.zeros(len(facts), dtype=bool)
     matched = 0
-    for o in outs:
+    for o in backward(ev, rule, facts, pos, neg):
         hit[o.cols[0]] = True
         matched += o.n
     return hit, matched
-

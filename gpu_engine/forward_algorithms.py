@@ -15,7 +15,7 @@ from typing import Any
 from kernels.backend import INDEX
 
 from .affected import VersionOf, affected, rederivable
-from .ir import Atom, Negation, Rule
+from .ir import Rule
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -73,7 +73,7 @@ class Update:
             return False
         changed = {n for n in self.state.touched
                    if len(self.state.removed(n)) or len(self.state.added(n))}
-        return not (changed & reads(s))
+        return not (changed & s.reads)
 
     def union(self, name: str, parts: list[RowSet]) -> RowSet:
         return union_rows(self.be, self.arity[name], parts)
@@ -115,24 +115,6 @@ class Update:
                 cand[r].append(rows)
                 if counters:
                     st.bump(r, rows, cnt, True, +1)
-
-
-_READS: dict[int, frozenset[str]] = {}
-
-
-def reads(s: Stratum) -> frozenset[str]:
-    """Relations read (positively or negatively) by the rules of a stratum."""
-    hit = _READS.get(id(s))
-    if hit is None:
-        names: set[str] = set()
-        for rule in s.rules:
-            for lit in rule.body:
-                if isinstance(lit, Atom):
-                    names.add(lit.relation)
-                elif isinstance(lit, Negation):
-                    names.add(lit.atom.relation)
-        hit = _READS[id(s)] = frozenset(names)
-    return hit
 
 
 # --- Counting (Gupta, Mumick and Subrahmanian 1993) -------------------------------------

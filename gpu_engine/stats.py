@@ -73,7 +73,6 @@ class UpdateStats:
     facts: int = 0  # facts in the new materialisation
     derivations: int = 0  # rule instances considered (forward and backward)
     backward: int = 0  # rule instances matched "backwards" (DRed, B/F)
-    strata: list[dict] = field(default_factory=list)
     note: str = ""
 
     def to_dict(self) -> dict:

@@ -7,6 +7,7 @@ Negation inside a component is negation through recursion and is rejected.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .ir import Atom, Location, Negation, Program, ProgramError, Rule, Var
@@ -23,6 +24,13 @@ class Stratum:
     @property
     def recursive(self) -> bool:
         return bool(self.recursive_rules)
+
+    @functools.cached_property
+    def reads(self) -> frozenset[str]:
+        """Relations read (positively or negatively) by the stratum's rules."""
+        return frozenset(lit.relation if isinstance(lit, Atom) else lit.atom.relation
+                         for rule in self.rules for lit in rule.body
+                         if isinstance(lit, (Atom, Negation)))
 
 
 def eqrel_rules(name: str, loc: Location) -> list[Rule]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels import sets as S
 from kernels.backend import INDEX, Backend
 
 from .rowset import RowSet
@@ -224,4 +223,4 @@ def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:
     return RowSet.from_columns(be, cols, arity)
 
 
-__all__ = ["UpdateState", "multiset", "union_rows", "S"]
+__all__ = ["UpdateState", "multiset", "union_rows"]

@@ -55,19 +55,3 @@ class View:
         if len(rows) == 0:
             return self
         return View(self.arity, self.include, (*self.exclude, rows))
-
-    def contains(self, cols: tuple, n: int):
-        """Mask: which of the given rows are in the view."""
-        be = self.include[0].be if self.include else None
-        if be is None:
-            raise ValueError("a view needs at least one included run set")
-        mask = be.xp.zeros(n, dtype=bool)
-        for inc in self.include:
-            mask |= inc.contains(cols, n)
-        for ex in self.exclude:
-            mask &= ~ex.contains(cols, n)
-        return mask
-
-
-def as_view(src: RunSet | View) -> View:
-    return src if isinstance(src, View) else View.of(src)

@@ -26,12 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from gpu_engine.affected import rederivable
+from gpu_engine.affected import backward, rederivable
 from gpu_engine.expr import const_value, term_vars
 from gpu_engine.forward_algorithms import Update
-from gpu_engine.ir import Atom, Call, Compare, Const, Negation, Rule, Var
+from gpu_engine.ir import Atom, Rule, Var
 from gpu_engine.rowset import RowSet
-from gpu_engine.rule_eval import Bindings
 from gpu_engine.runs import RunSet
 from gpu_engine.stratify import Stratum
 from gpu_engine.views import View
@@ -143,36 +142,14 @@ class _Stratum:
                    pos: Any) -> tuple[int, dict[str, np.ndarray]]:
         """The number of instances of ``rule`` whose head is ``row`` and the bindings of
         the variables of ``mine`` in them."""
-        xp = self.be.xp
-        cols: dict[str, Any] = {}
-        extra: list[Compare] = []
-        for p, t in enumerate(rule.head.args):
-            v = row[p]
-            if isinstance(t, Var):
-                if t.name in cols and int(cols[t.name][0]) != v:
-                    return 0, {}
-                cols[t.name] = xp.asarray([v], dtype=np.int64)
-            elif isinstance(t, Const):
-                if const_value(t, self.u.ev.symbols) != v:
-                    return 0, {}
-            else:
-                assert isinstance(t, Call)
-                name = f"#h{p}"
-                cols[name] = xp.asarray([v], dtype=np.int64)
-                extra.append(Compare("=", Var(name), t, t.type, rule.loc))
-        wanted = sorted({v for a in mine for t in a.args for v in term_vars(t)})
-        query = Rule(Atom("#premises", tuple(Var(v) for v in wanted)),
-                     rule.body + tuple(extra), rule.loc)
-        atoms = [a for a in rule.body if isinstance(a, Atom)]
-        spec = [[(self.u.state.old_plus(lit.atom.relation), False)]
-                for lit in rule.body if isinstance(lit, Negation)]
-        outs = self.u.ev.evaluate(query, [pos(a.relation) for a in atoms], spec,
-                                  initial=Bindings(cols, 1))
+        wanted = tuple(sorted({v for a in mine for t in a.args for v in term_vars(t)}))
+        one = _rows(self.be, self.u.arity[rule.head.relation], [row])
+        outs = backward(self.u.ev, rule, one, pos, self.u.state.old_plus, wanted)
         n = sum(o.n for o in outs)
         self.u.stats.backward += n
         if not n:
             return 0, {}
-        return n, {v: np.concatenate([self.be.to_host(o.cols[i]) for o in outs])
+        return n, {v: np.concatenate([self.be.to_host(o.cols[i + 1]) for o in outs])
                    for i, v in enumerate(wanted)}
 
     # --- lines 77-86 ---------------------------------------------------------------------

@@ -63,12 +63,8 @@ class Reasoner:
     def add_facts(self, relation: str, data: Any) -> int:
         """Add explicit facts: a 2-D NumPy array, a pyarrow Table or a pandas DataFrame
         with columns in declaration order.  Returns the number of new facts."""
-        rel = self._relation(relation)
         t0 = time.perf_counter()
-        cols = _columns_of(data, rel.arity, relation)
-        n = _row_count(data, cols)
-        enc = [encode_column(c, t, self.symbols, f"{relation}.{a}")
-               for c, (a, t) in zip(cols, rel.attributes)]
+        enc, n = self._encode(relation, data)
         added = self.engine.add_facts(relation, enc, n_rows=n)
         self.load_seconds += time.perf_counter() - t0
         return added

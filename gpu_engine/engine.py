@@ -23,6 +23,7 @@ import numpy as np
 from kernels.backend import INDEX, Backend
 
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
+from .modules import ModulePlan, plan_modules
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -52,16 +53,50 @@ class Engine:
     store: dict[str, RunSet] = field(default_factory=dict)
     counters: dict[str, Counters] = field(default_factory=dict)
     progress: ProgressHook | None = None
+    modules: str = "auto"  # "auto": TC/STC modules where rules match (paper 002); "off"
 
     def __post_init__(self) -> None:
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         self.evaluator = RuleEvaluator(self.be, self.symbols)
         self.counting = counter_level(self.counting)
+        self.set_modules(self.modules)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RowSet.empty(self.be, rel.arity))
         self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
         self.materialised = False
+
+    def set_modules(self, modules: str) -> None:
+        """Choose ``auto`` (TC/STC modules where a stratum's rules match) or ``off``."""
+        if modules not in ("auto", "off"):
+            raise ValueError(f"modules must be 'auto' or 'off', not {modules!r}")
+        self.modules = modules
+        self.module_plans: dict[int, list[ModulePlan]] = {}
+        if modules == "auto":
+            for s in self.strata:
+                if (plan := plan_modules(s)) is not None:
+                    self.module_plans[s.index] = plan
+        self.module_state: dict[int, list[Any]] = {}
+
+    def modular_relations(self) -> set[str]:
+        """Relations of strata evaluated by modules: no recursive counters are kept for
+        them (paper 002 §4.2), so ``c_r`` is reported as 0."""
+        return {r for s in self.strata if s.index in self.module_plans for r in s.relations}
+
+    def module_names(self) -> dict[int, str]:
+        """The module of every rule, by ``id(rule)``: ``nonrecursive``, ``seminaive``,
+        ``tc(R)`` or ``stc(R)``."""
+        out: dict[int, str] = {}
+        for s in self.strata:
+            for r in s.nonrecursive_rules:
+                out[id(r)] = "nonrecursive"
+            for r in s.recursive_rules:
+                out[id(r)] = "seminaive"
+            for p in self.module_plans.get(s.index, []):
+                if p.kind != "seminaive":
+                    for r in p.rules:
+                        out[id(r)] = f"{p.kind}({p.relation})"
+        return out
 
     # --- facts --------------------------------------------------------------------------
 
@@ -92,6 +127,7 @@ class Engine:
         stats = MaterialisationStats(device=self.be.name)
         self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
         self.counters = {}
+        self.module_state = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         for k, stratum in enumerate(self.strata):
             if self.progress:
@@ -101,6 +137,7 @@ class Engine:
             stats.strata.append(self._evaluate_stratum(stratum))
         if self.counting:
             self._build_counters()
+        self.counted_with = "auto" if self.module_plans else "off"
         stats.seconds = time.perf_counter() - t0
         stats.facts = sum(len(r) for r in self.store.values())
         stats.derivations = sum(s.derivations for s in stats.strata)
@@ -111,7 +148,8 @@ class Engine:
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
         t0 = time.perf_counter()
         st = StratumStats(index=s.index, relations=list(s.relations), recursive=s.recursive)
-        rstats = {id(r): RuleStats(str(r), r.loc) for r in s.rules}
+        names = self.module_names()
+        rstats = {id(r): RuleStats(str(r), r.loc, module=names.get(id(r), "")) for r in s.rules}
         before = {r: len(self.store[r]) for r in s.relations}
         in_stratum = set(s.relations)
         # non-recursive rules: once, over the complete lower strata
@@ -121,6 +159,26 @@ class Engine:
         for r in s.relations:
             self._absorb(r, outputs[r], recursive=False)
         st.iterations = 1
+        if s.index in self.module_plans:  # MAT-MOD (paper 002 Algorithm 2)
+            from .modular import instantiate, mat_mod
+
+            t1 = time.perf_counter()
+            mods = instantiate(self.module_plans[s.index], self.be)
+            st.iterations += mat_mod(self, s, mods)
+            self.module_state[s.index] = mods
+            for p, m in zip(self.module_plans[s.index], mods):
+                rs = rstats[id(p.rules[0])]
+                rs.derivations += m.derivations
+                rs.evaluations += 1
+            rstats[id(self.module_plans[s.index][0].rules[0])].seconds += (
+                time.perf_counter() - t1)
+            for r in s.relations:
+                self.store[r] = self.store[r].compacted()
+            st.rules = list(rstats.values())
+            st.derivations = sum(r.derivations for r in st.rules)
+            st.facts = sum(len(self.store[r]) - before[r] for r in s.relations)
+            st.seconds = time.perf_counter() - t0
+            return st
         # recursive rules: seminaive rounds with exact delta variants.  The first delta is
         # everything known so far (explicit facts and non-recursive derivations).
         delta = {r: self.store[r] for r in s.relations}
@@ -247,6 +305,7 @@ class Engine:
             self.store[name] = RunSet.of(rows(cols, n, rel.arity)) if n else RunSet.empty(
                 self.be, rel.arity)
         self.counters = {}
+        self.module_state = {}
         if counters is not None:
             for name in self.program.relations:
                 m = len(self.store[name])

@@ -9,7 +9,7 @@ the facts' positions in the old materialisation: no per-fact Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernels.backend import INDEX
@@ -39,6 +39,7 @@ class Update:
     e_plus: dict[str, RowSet]
     arity: dict[str, int]
     stats: UpdateStats
+    modules: dict[int, list[Any]] = field(default_factory=dict)  # DRed^c-MOD strata
 
     @property
     def be(self) -> Any:
@@ -226,6 +227,11 @@ def dred_c(u: Update) -> None:
     st = u.state
     for s in u.strata:
         if u.idle(s):
+            continue
+        if s.index in u.modules:  # a stratum with TC/STC modules: paper 002 Algorithm 3
+            from .modular import dredc_mod
+
+            dredc_mod(u, s, u.modules[s.index])
             continue
         _dredc_overdelete(u, s)  # line 23
         rederived = {}

@@ -27,6 +27,7 @@ materialisation with counting (reported in ``UpdateStats.note``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -69,7 +70,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                          f"{', '.join(rec.relations)} is recursive: use dredc or bfc")
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = (dict(engine.explicit), dict(engine.store), dict(engine.counters),
-             engine.counting, engine.materialised)
+             engine.counting, engine.materialised, dict(engine.module_state),
+             getattr(engine, "counted_with", "off"))
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
@@ -100,7 +102,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, backward_forward)
     except BaseException:
         (engine.explicit, engine.store, engine.counters, engine.counting,
-         engine.materialised) = saved
+         engine.materialised, engine.module_state, engine.counted_with) = saved
         raise
     stats.facts = sum(len(r) for r in engine.store.values())
     stats.seconds = time.perf_counter() - t0
@@ -114,14 +116,31 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     from . import forward_algorithms as F
 
     need = _NEEDS[alg]
-    if need and (engine.counting < need or not engine.counters):
+    # recursive counters of modular strata are not kept (paper 002 §4.2): DRed^c without
+    # modules needs them rebuilt when they were last computed with modules
+    stale_rec = (alg == "dredc" and engine.modules == "off"
+                 and getattr(engine, "counted_with", "off") == "auto")
+    if need and (engine.counting < need or not engine.counters or stale_rec):
         engine.counting = max(need, engine.counting)
         engine.materialise()
         stats.note = f"rebuilt derivation counters (level {engine.counting}) first"
     level = engine.counting if _LEAVES[alg] is None else _LEAVES[alg]
     state = UpdateState(engine.be, engine.store, engine.counters, level)
+    modules = {}
+    if alg == "dredc" and engine.module_plans:
+        from .modular import rebuild
+
+        for s in engine.strata:
+            if s.index in engine.module_plans:
+                mods = engine.module_state.get(s.index)
+                if mods is None:
+                    mods = rebuild(engine, s, engine.module_plans[s.index])
+                    stats.note = (stats.note + "; " if stats.note else "") + \
+                        "rebuilt module state (X_R, C_R) first"
+                modules[s.index] = [dataclasses.replace(m, derivations=0) for m in mods]
     u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
-                 {n: r.arity for n, r in engine.program.relations.items()}, stats)
+                 {n: r.arity for n, r in engine.program.relations.items()}, stats,
+                 modules)
     if alg == "dredc":
         F.dred_c(u)
     elif alg == "dred":
@@ -138,6 +157,14 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     engine.counters = counters if level else {}
     engine.counting = level
     engine.materialised = True
+    engine.module_state = modules  # other algorithms leave no module state behind
+    if alg == "dredc" and engine.module_plans and level >= 2:
+        xp = engine.be.xp
+        for name in engine.modular_relations():  # c_r of modular strata: not kept
+            c = engine.counters.get(name)
+            if c is not None:
+                engine.counters[name] = type(c)(c.nonrec, xp.zeros_like(c.nonrec))
+        engine.counted_with = "auto"
 
 
 def _rows(engine: Any, given: Encoded) -> dict[str, RowSet]:

@@ -14,6 +14,7 @@ class RuleStats:
     seconds: float = 0.0
     evaluations: int = 0  # rule (variant) evaluations
     derivations: int = 0  # rule instances (output rows before deduplication)
+    module: str = ""  # nonrecursive, seminaive, tc(R) or stc(R) (paper 002 modules)
 
     def to_dict(self) -> dict:
         d = asdict(self)

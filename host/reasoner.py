@@ -33,14 +33,15 @@ class Reasoner:
     """
 
     def __init__(self, program: str | Path, device: str = "auto", *, counting: bool = False,
-                 progress: Any = None, symbols: SymbolTable | None = None) -> None:
+                 progress: Any = None, symbols: SymbolTable | None = None,
+                 modules: str = "auto") -> None:
         self.source_text, self.source_name = _source(program)
         self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
         self.program = self.parsed.program
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
-                             progress=progress)
+                             progress=progress, modules=modules)
         self.stats: MaterialisationStats | None = None
         self.load_seconds = 0.0
         for name, rows in self.program.facts.items():

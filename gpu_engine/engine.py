@@ -60,6 +60,7 @@ class Engine:
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         self.evaluator = RuleEvaluator(self.be, self.symbols)
         self.counting = counter_level(self.counting)
+        self.counted_with = "off"  # modules setting the recursive counters were kept under
         self.set_modules(self.modules)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RowSet.empty(self.be, rel.arity))

@@ -71,7 +71,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = (dict(engine.explicit), dict(engine.store), dict(engine.counters),
              engine.counting, engine.materialised, dict(engine.module_state),
-             getattr(engine, "counted_with", "off"))
+             engine.counted_with)
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
@@ -119,7 +119,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     # recursive counters of modular strata are not kept (paper 002 §4.2): DRed^c without
     # modules needs them rebuilt when they were last computed with modules
     stale_rec = (alg == "dredc" and engine.modules == "off"
-                 and getattr(engine, "counted_with", "off") == "auto")
+                 and engine.counted_with == "auto")
     if need and (engine.counting < need or not engine.counters or stale_rec):
         engine.counting = max(need, engine.counting)
         engine.materialise()
@@ -138,6 +138,8 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                     stats.note = (stats.note + "; " if stats.note else "") + \
                         "rebuilt module state (X_R, C_R) first"
                 modules[s.index] = [dataclasses.replace(m, derivations=0) for m in mods]
+                stats.modules += [f"{m.kind}({m.relation})" for m in mods
+                                  if m.kind != "seminaive"]
     u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
                  {n: r.arity for n, r in engine.program.relations.items()}, stats,
                  modules)

@@ -74,6 +74,7 @@ class UpdateStats:
     facts: int = 0  # facts in the new materialisation
     derivations: int = 0  # rule instances considered (forward and backward)
     backward: int = 0  # rule instances matched "backwards" (DRed, B/F)
+    modules: list[str] = field(default_factory=list)  # TC/STC modules used (DRed^c-MOD)
     note: str = ""
 
     def to_dict(self) -> dict:

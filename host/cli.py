@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print time, iterations, facts and derivations per stratum and rule")
     run.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("--modules", choices=["auto", "off"], default="auto",
+                     help="transitive / symmetric-transitive closure modules where rules "
+                          "match (paper 002; default auto) or plain seminaive evaluation")
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")
@@ -54,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("--algorithm", choices=ALGORITHMS,
                      help="maintenance algorithm (default: Counting when no stratum is "
                           "recursive, otherwise DRed^c)")
+    upd.add_argument("--modules", choices=["auto", "off"],
+                     help="DRed^c with TC/STC modules (DRed^c-MOD, paper 002) or without; "
+                          "default: the store's setting")
     upd.add_argument("-D", "--output", help="also write the .output relations here "
                                             "('-' prints them)")
     upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
@@ -88,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
     with progress:
         r = Reasoner(Path(args.program), device=args.device, progress=progress.hook,
-                     counting=bool(args.store))
+                     counting=bool(args.store), modules=args.modules)
         for note in r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
@@ -171,6 +177,8 @@ def _update(args: argparse.Namespace) -> int:
     with progress, store_lock(args.store):  # load-update-commit runs alone on the store
         progress.status("loading the store")
         r = open_store(args.store, device=args.device)
+        if args.modules and args.modules != r.engine.modules:
+            r.engine.set_modules(args.modules)
         progress.status("reading facts")
         insert = _read_update_facts(r, args.insert) if args.insert else {}
         delete = _read_update_facts(r, args.delete) if args.delete else {}
@@ -239,14 +247,15 @@ def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
     t = Table(title=f"materialisation on {stats.device}: {stats.facts:,} facts, "
               f"{stats.derivations:,} derivations, {stats.seconds:.3f} s "
               f"(load {load_s:.3f} s, total {total_s:.3f} s)")
-    for col in ("stratum / rule", "time s", "iterations", "facts", "derivations"):
-        t.add_column(col, justify="left" if col.startswith("stratum") else "right")
+    for col in ("stratum / rule", "module", "time s", "iterations", "facts", "derivations"):
+        t.add_column(col, justify="left" if col in ("stratum / rule", "module") else "right")
     for s in stats.strata:
         kind = "recursive" if s.recursive else "non-recursive"
-        t.add_row(f"[bold]stratum {s.index}[/] {','.join(s.relations)} ({kind})",
+        t.add_row(f"[bold]stratum {s.index}[/] {','.join(s.relations)} ({kind})", "",
                   f"{s.seconds:.4f}", str(s.iterations), f"{s.facts:,}", f"{s.derivations:,}")
         for r in s.rules:
-            t.add_row(f"  {r.loc.line}: {r.rule}", f"{r.seconds:.4f}", str(r.evaluations),
+            t.add_row(f"  {r.loc.line}: {r.rule}", r.module, f"{r.seconds:.4f}",
+                      str(r.evaluations),
                       "", f"{r.derivations:,}")
     console.print(t)
 
@@ -263,6 +272,8 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
     for key in ("deleted", "inserted", "overdeleted", "rederived", "added", "facts",
                 "derivations"):
         t.add_row(key, f"{getattr(stats, key):,}")
+    if stats.modules:
+        t.add_row("modules", ", ".join(stats.modules))
     if stats.note:
         t.add_row("note", stats.note)
     console.print(t)

@@ -180,6 +180,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1) -> s
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "written_on": reasoner.device, "source_name": reasoner.source_name,
             "counting": engine.counting, "counters": counting,
+            "modules": engine.modules, "counted_with": engine.counted_with,
             "symbols": len(reasoner.symbols), "relations": relations, "files": files,
         }
         _write_file(tmp / "meta.json", json.dumps(meta, indent=1).encode())
@@ -324,7 +325,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
     except FileNotFoundError:
         raise StoreError(f"store version {vdir} is missing program.dl") from None
     symbols = SymbolTable.from_values(table("symbols.arrow").column("symbol"))
-    r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols)
+    r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
+                 modules=meta.get("modules", "off"))
     r.source_name = meta.get("source_name", r.source_name)
     rels = r.engine.program.relations
     if set(rels) != set(meta["relations"]):
@@ -343,6 +345,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         if counters is not None:
             counters[name] = (_column(i, "c_nr"), _column(i, "c_r"))
     r.engine.install_state(explicit, materialised, counters)
+    # stores older than modules kept every recursive counter (as with modules off)
+    r.engine.counted_with = meta.get("counted_with", "off")
     return r
 
 

@@ -121,5 +121,5 @@ def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
     matched = 0
     for o in backward(ev, rule, facts, pos, neg):
         hit[o.cols[0]] = True
-        matched += o.n
+        matched += o.count
     return hit, matched

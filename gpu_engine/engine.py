@@ -124,6 +124,13 @@ class Engine:
 
     def materialise(self) -> MaterialisationStats:
         """Compute the materialisation from the explicit facts (from scratch)."""
+        self.evaluator.compact = self._compact
+        try:
+            return self._materialise()
+        finally:
+            self.evaluator.compact = None
+
+    def _materialise(self) -> MaterialisationStats:
         t0 = time.perf_counter()
         stats = MaterialisationStats(device=self.be.name)
         self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
@@ -223,9 +230,12 @@ class Engine:
         negated = {lit.atom.relation: self.store[lit.atom.relation]
                    for lit in rule.body if isinstance(lit, Negation)}
         outs = self.evaluator.evaluate(rule, sources, negated, delta)
-        outputs[rule.head.relation].extend(outs)
+        head = outputs[rule.head.relation]
+        head.extend(outs)
+        if sum(o.n for o in head) > self.evaluator.compact_rows:
+            head[:] = self._compact(rule, head)
         rs = rstats[id(rule)]
-        rs.derivations += sum(o.n for o in outs)
+        rs.derivations += sum(o.count for o in outs)
         rs.evaluations += 1
         rs.seconds += time.perf_counter() - t0
 
@@ -236,16 +246,36 @@ class Engine:
         if not outs:
             return RowSet.empty(self.be, cur.arity)
         n = sum(o.n for o in outs)
-        xp = self.be.xp
-        cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(cur.arity))
+        cols, weights = concat_outputs(self.be, cur.arity, outs)
         if self.counting >= (2 if recursive else 1):
-            d, cnt = RowSet.from_columns(self.be, cols, cur.arity, n, return_counts=True)
+            d, cnt = RowSet.from_columns(self.be, cols, cur.arity, n, return_counts=True,
+                                         weights=weights)
             self._count_log.setdefault(name, []).append((d, cnt, recursive))
         else:
             d = RowSet.from_columns(self.be, cols, cur.arity, n)
         new = cur.new_rows(d)
         self.store[name] = cur.append(new)
         return new
+
+    def _compact(self, rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
+        """Bound the memory of a round's outputs (many derivations, few distinct rows):
+        distinct rows with their multiplicities when counters need them, otherwise only
+        the distinct rows not yet in the relation."""
+        name = rule.head.relation
+        if not outs:
+            return outs
+        arity = len(outs[0].cols) if name not in self.store else self.store[name].arity
+        total = sum(o.count for o in outs)
+        n = sum(o.n for o in outs)
+        cols, weights = concat_outputs(self.be, arity, outs)
+        if self.counting and name in self.store:
+            d, cnt = RowSet.from_columns(self.be, cols, arity, n, return_counts=True,
+                                         weights=weights)
+            return [RuleOutput(d.cols, len(d), cnt, total)]
+        d = RowSet.from_columns(self.be, cols, arity, n)
+        if name in self.store:  # else an internal join (a module's): distinct rows suffice
+            d = self.store[name].new_rows(d)
+        return [RuleOutput(d.cols, len(d), derivations=total)]  # may be empty: keeps total
 
     def _build_counters(self) -> None:
         """Sum the logged multiplicities into c_nr / c_r aligned with each relation; an
@@ -315,6 +345,18 @@ class Engine:
                     raise ValueError(f"counters of {name} do not match its {m} facts")
                 self.counters[name] = Counters(self.be.asarray(nr), self.be.asarray(r))
         self.materialised = True
+
+
+def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tuple[Any, ...],
+                                                                          Any]:
+    """The rows of rule outputs as columns, and their weights (None: all 1)."""
+    xp = be.xp
+    cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(arity))
+    if all(o.weights is None for o in outs):
+        return cols, None
+    w = xp.concatenate([o.weights if o.weights is not None else xp.ones(o.n, dtype=INDEX)
+                        for o in outs])
+    return cols, w
 
 
 def counter_level(counting: bool | int) -> int:

@@ -56,7 +56,7 @@ class Update:
             o = affected(self.ev, rule, pos, neg, P, N)
             if o:
                 outs.setdefault(rule.head.relation, []).extend(o)
-                self.stats.derivations += sum(x.n for x in o)
+                self.stats.derivations += sum(x.count for x in o)
         return {r: multiset(self.be, self.arity[r], o) for r, o in outs.items()}
 
     def removed(self) -> dict[str, RunSet]:

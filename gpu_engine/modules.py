@@ -215,7 +215,7 @@ class SeminaiveModule:
             o = affected(ev, rule, pos, neg, P, N)
             if o:
                 outs.setdefault(rule.head.relation, []).extend(o)
-                self.derivations += sum(x.n for x in o)
+                self.derivations += sum(x.count for x in o)
         return {r: _rows(ev.be, len(o[0].cols), o) for r, o in outs.items()}
 
     def add(self, ev: RuleEvaluator, pos: VersionOf, neg: VersionOf, delta: Facts,

@@ -83,18 +83,31 @@ class RowSet:
 
     @staticmethod
     def from_columns(be: Backend, cols: tuple[Any, ...], arity: int, n_rows: int | None = None,
-                     return_counts: bool = False) -> Any:
+                     return_counts: bool = False, weights: Any = None) -> Any:
         """Build from (unsorted, possibly duplicated) columns.
 
-        With ``return_counts`` returns (RowSet, multiplicity of each of its rows).
+        With ``return_counts`` returns (RowSet, multiplicity of each of its rows); with
+        ``weights`` the multiplicity of a row is the sum of its input rows' weights.
         ``n_rows`` counts the input rows of a nullary relation (it has no columns).
         """
         xp = be.xp
         if arity == 0:
-            n = int(n_rows or 0)
+            n = int(n_rows or 0) if weights is None else int(weights.sum())
             m = 1 if n > 0 else 0
             rs = RowSet(be, (), xp.zeros(m, dtype=INDEX), None, m)
             return (rs, xp.full(m, n, dtype=INDEX)) if return_counts else rs
+        if weights is not None and return_counts and len(cols[0]):
+            from kernels.group import group_count
+
+            spec = _spec_for(be, cols)
+            keys = (cols[0] if arity == 1 else K.pack(be, cols, spec) if spec is not None
+                    else K.rank_rows(be, cols))
+            uk, first, cnt = group_count(be, keys, weights)
+            if arity == 1 or spec is not None:
+                ucols = (uk,) if arity == 1 else K.unpack(be, uk, spec)
+            else:
+                ucols = S.take_rows(cols, first)
+            return RowSet(be, tuple(ucols), uk, spec, len(uk)), cnt
         n = len(cols[0])
         if n == 0:
             rs = RowSet.empty(be, arity)

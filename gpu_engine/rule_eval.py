@@ -12,6 +12,7 @@ Large joins are expanded in chunks and the rest of the plan runs chunk by chunk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -35,10 +36,24 @@ class Bindings:
 
 @dataclass
 class RuleOutput:
-    """Head rows of one rule evaluation (unsorted, with duplicates) and their count."""
+    """Head rows of one rule evaluation (unsorted, with duplicates) and their count.
+
+    A compacted output (see :attr:`RuleEvaluator.compact`) holds distinct rows with their
+    multiplicities in ``weights``; ``derivations`` is the number of rule instances it
+    stands for (``n`` when not compacted)."""
 
     cols: tuple[Any, ...]
     n: int
+    weights: Any = None
+    derivations: int = -1
+
+    @property
+    def count(self) -> int:
+        """Rule instances (derivations) represented."""
+        return self.n if self.derivations < 0 else self.derivations
+
+
+Compactor = Callable[[Rule, list[RuleOutput]], list[RuleOutput]]
 
 
 class RuleEvaluator:
@@ -49,6 +64,11 @@ class RuleEvaluator:
         self.symbols = symbols
         self.expr = ExprEvaluator(be, symbols)
         self._delta: RunSet | None = None
+        # memory bound: when the outputs of one evaluation exceed ``compact_rows`` rows,
+        # ``compact`` (if set) replaces them by fewer (distinct rows with multiplicities)
+        self.compact: Compactor | None = None
+        self.compact_rows = 2 * be.join_chunk_rows
+        self._pending = 0
 
     # --- public -----------------------------------------------------------------------
 
@@ -79,6 +99,7 @@ class RuleEvaluator:
         if any(len(s) == 0 for s in sources):
             return []
         out: list[RuleOutput] = []
+        self._pending = 0
         start = initial if initial is not None else Bindings({}, 1)
         self._run(rule, start, list(zip(atoms, sources)), filters, out)
         return out
@@ -269,6 +290,10 @@ class RuleEvaluator:
             n = b.n
         if n:
             out.append(RuleOutput(tuple(self.be.xp.ascontiguousarray(c) for c in cols), n))
+            self._pending += n
+            if self.compact is not None and self._pending > self.compact_rows:
+                out[:] = self.compact(rule, out)
+                self._pending = sum(o.n for o in out)
 
 
 Source = Union[RunSet, View]  # noqa: UP007

@@ -205,9 +205,11 @@ def multiset(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[RowSet, A
     xp = be.xp
     if not outs:
         return RowSet.empty(be, arity), xp.zeros(0, dtype=INDEX)
+    from .engine import concat_outputs
+
     n = sum(o.n for o in outs)
-    cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(arity))
-    return RowSet.from_columns(be, cols, arity, n, return_counts=True)
+    cols, weights = concat_outputs(be, arity, outs)
+    return RowSet.from_columns(be, cols, arity, n, return_counts=True, weights=weights)
 
 
 def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:

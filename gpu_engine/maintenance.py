@@ -153,7 +153,8 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
         assert backward_forward is not None
         backward_forward(u, alg == "bfc")
     stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|
-    store, counters = state.commit()
+    derived = {r.head.relation for r in engine.rules}
+    store, counters = state.commit({n: e for n, e in new_e.items() if n not in derived})
     engine.explicit = new_e
     engine.store = store
     engine.counters = counters if level else {}

@@ -160,14 +160,27 @@ class UpdateState:
 
     # --- the end of the update -------------------------------------------------------
 
-    def commit(self) -> tuple[dict[str, RunSet], dict[str, Any]]:
-        """The new materialisation ``(I \\ D) ∪ A`` and its counters, per relation."""
+    def commit(self, explicit_only: dict[str, RowSet] | None = None
+               ) -> tuple[dict[str, RunSet], dict[str, Any]]:
+        """The new materialisation ``(I \\ D) ∪ A`` and its counters, per relation.
+
+        ``explicit_only`` maps relations that no rule derives to their new explicit facts:
+        their materialisation is E itself (shared, not rebuilt) and their counters are
+        c_nr = 1, c_r = 0, so a small update costs no second pass over a large EDB."""
         from .engine import Counters
 
         xp = self.be.xp
         store: dict[str, RunSet] = {}
         counters: dict[str, Any] = {}
+        explicit_only = explicit_only or {}
+        for name, e in explicit_only.items():
+            store[name] = RunSet.of(e)
+            if self.counters.get(name) is not None:
+                counters[name] = Counters(xp.ones(len(e), dtype=INDEX),
+                                          xp.zeros(len(e), dtype=INDEX))
         for name, s in self.rel.items():
+            if name in explicit_only:
+                continue
             c = self.counters.get(name)
             nr = s.nr if s.nr is not None else (c.nonrec if c is not None else None)
             r = s.r if s.r is not None else (c.rec if c is not None else None)

@@ -359,6 +359,21 @@ def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tup
     return cols, w
 
 
+def keep_counts(be: Backend) -> Any:
+    """A compactor (:attr:`RuleEvaluator.compact`) for maintenance: distinct rows with
+    their multiplicities, nothing dropped (the multisets Π⟦...⟧ need every row)."""
+    def compact(rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
+        if not outs:
+            return outs
+        arity = len(outs[0].cols)
+        total = sum(o.count for o in outs)
+        cols, weights = concat_outputs(be, arity, outs)
+        d, cnt = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs),
+                                     return_counts=True, weights=weights)
+        return [RuleOutput(d.cols, len(d), cnt, total)]
+    return compact
+
+
 def counter_level(counting: bool | int) -> int:
     """0: no counters, 1: non-recursive counters only, 2: both (``True``)."""
     level = 2 if counting is True else int(counting)

@@ -143,15 +143,22 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
                  {n: r.arity for n, r in engine.program.relations.items()}, stats,
                  modules)
-    if alg == "dredc":
-        F.dred_c(u)
-    elif alg == "dred":
-        F.dred(u)
-    elif alg == "counting":
-        F.counting(u)
-    else:
-        assert backward_forward is not None
-        backward_forward(u, alg == "bfc")
+    if alg in ("dredc", "dred", "counting"):  # their multisets accept compacted outputs
+        from .engine import keep_counts
+
+        engine.evaluator.compact = keep_counts(engine.be)
+    try:
+        if alg == "dredc":
+            F.dred_c(u)
+        elif alg == "dred":
+            F.dred(u)
+        elif alg == "counting":
+            F.counting(u)
+        else:  # B/F counts instances per fact from raw outputs: no compaction
+            assert backward_forward is not None
+            backward_forward(u, alg == "bfc")
+    finally:
+        engine.evaluator.compact = None
     stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|
     derived = {r.head.relation for r in engine.rules}
     store, counters = state.commit({n: e for n, e in new_e.items() if n not in derived})

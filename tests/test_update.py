@@ -243,6 +243,8 @@ def run_sequence(
     if modules is None:
         modules = data.draw(st.sampled_from(["auto", "off"]), label="modules")
     r = Reasoner(render_program(program), device=device, counting=True, modules=modules)
+    if data.draw(st.booleans(), label="compact every rule output"):
+        r.engine.evaluator.compact_rows = 0  # the memory bound of large rounds, always on
     for name, facts in engine_facts(program).items():
         r.add_facts(name, facts)
     r.materialise()

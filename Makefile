@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-incremental report lint gpu-test clean
+.PHONY: demo test fuzz bench bench-incremental bench-modules report lint gpu-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ bench: $(STAMP)
 bench-incremental: $(STAMP)
 	$(PY) -m benchmarks.incremental --suite $(or $(SUITE),quick) --out benchmarks/results/incremental.jsonl
 	$(PY) -m benchmarks.report_incremental benchmarks/results/incremental.jsonl --out benchmarks/results
+
+## bench-modules: paper 002 §7 (TC/STC modules): Mat vs Mat-Mod and DRed^c vs DRed^c-Mod
+##   (suite modules, hours: plain Mat/DRed^c on DAG-R 10k/100k run to the 1800 s timeout),
+##   then Mat/Mat-Mod against the peers on tc-nonlinear; ONLY=Clique etc. selects cases
+bench-modules: $(STAMP)
+	$(PY) -m benchmarks.incremental --suite modules $(if $(ONLY),--only '$(ONLY)') --out benchmarks/results/modules.jsonl
+	if [ -s benchmarks/results/modules.jsonl ]; then \
+	  $(PY) -m benchmarks.report_incremental benchmarks/results/modules.jsonl --out benchmarks/results/modules; fi
+	$(PY) -m benchmarks.run --suite modules $(if $(ONLY),--only '$(ONLY)') --out benchmarks/results/modules_peers.jsonl
+	if [ -s benchmarks/results/modules_peers.jsonl ]; then \
+	  $(PY) -m benchmarks.report benchmarks/results/modules_peers.jsonl --out benchmarks/results/modules; fi
 
 gpu-test: $(STAMP)
 	GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q

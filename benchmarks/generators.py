@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["dag_r", "example1", "sspe", "transitive_closure_size"]
+__all__ = ["dag_r", "example1", "sspe", "transitive_closure_size", "related_places",
+           "RelatedPlaces", "related_places_counts"]
 
 
 def dag_r(n: int = 10_000, m: int = 100_000, seed: int = 0) -> np.ndarray:
@@ -112,3 +116,93 @@ def example1(n: int) -> np.ndarray:
     rb = np.column_stack([a, np.zeros(n, dtype=np.int64)])
     rc = np.column_stack([a, a + n])
     return np.concatenate([rb, rc])
+
+
+@dataclass(frozen=True)
+class RelatedPlaces:
+    """Data of the clique benchmark: ``link(x, y)`` rows, ``place(x)`` rows and, per
+    vertex id, its component (``-1``: a place with no link)."""
+
+    link: np.ndarray  # (m, 2) int64, distinct, no self-loops
+    place: np.ndarray  # (p, 1) int64
+    component: np.ndarray  # (n,) int64
+
+
+def related_places(sizes: Sequence[int] = (300, 500, 800, 1200, 1800, 2500),
+                   degree: float = 6.0, place_fraction: float = 0.3, isolated: int = 100,
+                   seed: int = 0) -> RelatedPlaces:
+    """Explicit facts whose symmetric-transitive closure is a few large cliques.
+
+    Modelled on Claros' ``relatedPlaces``: for each size ``s`` a random connected sparse
+    graph on ``s`` vertices, namely a random recursive tree (vertex ``i`` of a random order
+    links to a uniformly drawn earlier one) plus ``s * (degree / 2 - 1)`` random extra
+    edges (duplicates dropped), so the mean degree is about ``degree``. Each undirected
+    edge is one ``link`` fact with a random orientation (``related`` is symmetric by its
+    rules). Vertex ids are shuffled over all components; ``isolated`` more vertices have no
+    link. A ``place_fraction`` of all vertices are ``place`` facts. Seeded, vectorised per
+    component.
+    """
+    if any(s < 2 for s in sizes):
+        raise ValueError("every component needs at least 2 vertices")
+    rng = np.random.default_rng(seed)
+    n_linked = int(sum(sizes))
+    n = n_linked + int(isolated)
+    ids = rng.permutation(n).astype(np.int64)
+    component = np.full(n, -1, dtype=np.int64)
+    parts = []
+    start = 0
+    for c, s in enumerate(sizes):
+        verts = ids[start:start + s]  # already in random order
+        component[verts] = c
+        child = np.arange(1, s, dtype=np.int64)
+        parent = (rng.random(s - 1) * child).astype(np.int64)  # uniform in [0, child)
+        extra = max(0, int(round(s * (degree / 2.0 - 1.0))))
+        a = rng.integers(0, s, size=extra, dtype=np.int64)
+        b = rng.integers(0, s, size=extra, dtype=np.int64)
+        keep = a != b
+        u = np.concatenate([child, a[keep]])
+        v = np.concatenate([parent, b[keep]])
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        key = np.unique(lo * s + hi)  # undirected duplicates dropped
+        pairs = np.stack([verts[key // s], verts[key % s]], axis=1)
+        flip = rng.random(len(pairs)) < 0.5
+        pairs[flip] = pairs[flip][:, ::-1]
+        parts.append(pairs)
+        start += s
+    link = np.concatenate(parts) if parts else np.empty((0, 2), dtype=np.int64)
+    link = link[np.lexsort((link[:, 1], link[:, 0]))]
+    n_places = int(round(n * place_fraction))
+    place = np.sort(rng.choice(n, size=n_places, replace=False)).astype(np.int64)[:, None]
+    return RelatedPlaces(link, place, component)
+
+
+def related_places_counts(link: np.ndarray, place: np.ndarray) -> dict[str, int]:
+    """Output facts of the clique program (``benchmarks.programs.RELATED_PLACES``),
+    computed without the engine: connected components by SciPy, then per relation.
+
+    ``related`` holds every ordered pair (self-pairs included) of a component of the
+    graph ``link``; ``relatedToPlace(x)``: x is related to a place other than itself;
+    ``standalone(x)``: a place that is not ``relatedToPlace``.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    place_ids = np.unique(np.asarray(place).reshape(-1))
+    verts, inv = np.unique(np.asarray(link).reshape(-1), return_inverse=True)
+    inv = inv.reshape(-1, 2)
+    k = len(verts)
+    if k:
+        g = coo_matrix((np.ones(len(inv)), (inv[:, 0], inv[:, 1])), shape=(k, k))
+        _, comp = connected_components(g, directed=False)
+    else:
+        comp = np.empty(0, dtype=np.int64)
+    size = np.bincount(comp) if k else np.empty(0, dtype=np.int64)
+    is_place = np.isin(verts, place_ids)
+    places_in = np.bincount(comp, weights=is_place, minlength=len(size)).astype(np.int64)
+    to_place = (places_in[comp] - is_place) >= 1 if k else np.empty(0, dtype=bool)
+    related_to_place = int(to_place.sum())
+    standalone = len(place_ids) - int((to_place & is_place).sum())
+    counts = {"related": int((size.astype(np.int64) ** 2).sum()),
+              "relatedToPlace": related_to_place, "standalone": standalone}
+    counts["TOTAL"] = sum(counts.values())  # output (IDB) facts, as for the other oracles
+    return counts

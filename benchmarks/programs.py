@@ -15,6 +15,7 @@ __all__ = [
     "lubm_program",
     "EXAMPLE1",
     "sspe_program",
+    "RELATED_PLACES",
 ]
 
 
@@ -109,3 +110,28 @@ D(y, z) :- D(x, z1), B(x, y, z2), z = z1 + z2.
         edb="B",
         outputs=("D",),
     )
+
+
+RELATED_PLACES = Program(
+    name="related-places",
+    text="""\
+.decl link(x:number, y:number)
+.decl place(x:number)
+.decl related(x:number, y:number)
+.decl relatedToPlace(x:number)
+.decl standalone(x:number)
+related(x, y) :- link(x, y).
+related(y, x) :- related(x, y).
+related(x, z) :- related(x, y), related(y, z).
+relatedToPlace(x) :- related(x, y), place(y), x != y.
+standalone(x) :- place(x), !relatedToPlace(x).
+.output related
+.output relatedToPlace
+.output standalone
+""",
+    edb="link",
+    outputs=("related", "relatedToPlace", "standalone"),
+)
+"""The clique benchmark (``generators.related_places``), after Claros' ``relatedPlaces``:
+an STC module for ``related`` (paper 002), a non-recursive join with the unary ``place``
+(a second explicit relation, never updated) and a negation in a higher stratum."""

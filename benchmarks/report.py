@@ -4,8 +4,11 @@
 
 Writes ``DIR/report.md`` (one wide table benchmark x engine with materialisation times
 and the ratio gpu-engine / fastest peer, then every measurement in detail) and
-``DIR/report.png`` (materialisation time per benchmark and engine, log scale). When a
-benchmark was measured more than once, the last measurement of each engine counts.
+``DIR/report.png`` (materialisation time per benchmark and engine, log scale). Where
+gpu-engine also ran with the TC/STC modules (``gpu-engine-mod``, suite ``modules``), the
+table adds its ratio to the fastest peer and Mat / Mat-Mod (gpu-engine / gpu-engine-mod).
+A timeout that recorded how long it had run is a lower bound (``≥ t``). When a benchmark
+was measured more than once, the last measurement of each engine counts.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 ENGINE = "gpu-engine"
+ENGINE_MOD = "gpu-engine-mod"  # gpu-engine with modules="auto" (paper 002's Mat-Mod)
+OURS = (ENGINE, ENGINE_MOD)
 
 
 def load_records(paths: list[Path]) -> list[dict[str, Any]]:
@@ -48,10 +53,8 @@ def _latest(records: list[dict[str, Any]]) -> tuple[list[str], list[str], dict]:
         if eng not in engines:
             engines.append(eng)
         table[(case, eng)] = rec
-    if ENGINE in engines:
-        engines.remove(ENGINE)
-        engines.insert(0, ENGINE)
-    return cases, engines, table
+    ours = [e for e in OURS if e in engines]
+    return cases, ours + [e for e in engines if e not in OURS], table
 
 
 def _fmt_s(x: Any) -> str:
@@ -65,14 +68,29 @@ def _fmt_int(x: Any) -> str:
     return "" if x is None else f"{int(x):,}"
 
 
+def _lower(rec: dict[str, Any] | None) -> bool:
+    """A timeout that recorded how long it had run: ``materialise_seconds`` is a lower bound."""
+    return (rec is not None and rec.get("status") == "timeout"
+            and bool(rec.get("materialise_seconds")))
+
+
 def _cell(rec: dict[str, Any] | None) -> str:
     if rec is None:
         return ""
     status = rec.get("status", "ok")
+    if _lower(rec):
+        return "≥ " + _fmt_s(rec.get("materialise_seconds"))
     if status != "ok":
         return status
     mark = "" if rec.get("count_ok") in (True, None) else " ✗"
     return _fmt_s(rec.get("materialise_seconds")) + mark
+
+
+def _ratio_cell(rec: dict[str, Any] | None) -> str:
+    """This engine's time / the fastest peer's, with the peer's name."""
+    if rec is None or rec.get("ratio_to_fastest_peer") is None:
+        return ""
+    return f"{rec['ratio_to_fastest_peer']:.2f} (vs {rec.get('fastest_peer')})"
 
 
 def render_markdown(records: list[dict[str, Any]]) -> str:
@@ -80,21 +98,32 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
     cases, engines, table = _latest(records)
     out = ["# Benchmark results", ""]
     out.append("Materialisation time in seconds (✗: fact count differs from the expected one; "
-               "`skipped`/`timeout`/`error`: see details). Ratio = gpu-engine time / fastest "
-               "peer's time (below 1: gpu-engine is faster).")
+               "≥ t: stopped by the timeout after t seconds; `skipped`/`timeout`/`error`: see "
+               "details). Ratio = gpu-engine time / fastest peer's time (below 1: gpu-engine "
+               "is faster). gpu-engine runs with `modules=\"off\"` (Mat); gpu-engine-mod with "
+               "the TC/STC modules of paper 002 (`modules=\"auto\"`, Mat-Mod).")
     out.append("")
-    header = ["benchmark / size", "facts", *engines, "ratio", "count ok"]
+    mod = ENGINE_MOD in engines
+    header = ["benchmark / size", "facts", *engines, "ratio",
+              *(["ratio (mod)", "Mat/Mat-Mod"] if mod else []), "count ok"]
     out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "|".join(["---", "---:"] + ["---:"] * len(engines) + ["---:", ":---:"]) + "|")
+    out.append("|" + "|".join(["---", "---:"] + ["---:"] * len(engines) + ["---:"]
+                              + (["---:", "---:"] if mod else []) + [":---:"]) + "|")
     for case in cases:
-        ours = table.get((case, ENGINE))
         facts = next((r.get("facts") for e in engines if (r := table.get((case, e)))
                       and r.get("facts") is not None), None)
-        ratio = ours.get("ratio_to_fastest_peer") if ours else None
-        ok = ours.get("count_ok") if ours else None
+        oks = [r.get("count_ok") for e in OURS if (r := table.get((case, e)))
+               and r.get("count_ok") is not None]
+        ok = None if not oks else all(oks)
         row = [case, _fmt_int(facts), *[_cell(table.get((case, e))) for e in engines],
-               "" if ratio is None else f"{ratio:.2f} (vs {ours.get('fastest_peer')})",
-               {True: "yes", False: "**NO**", None: ""}[ok]]
+               _ratio_cell(table.get((case, ENGINE)))]
+        if mod:
+            mine = table.get((case, ENGINE_MOD)) or {}
+            speedup = mine.get("mat_over_mat_mod")
+            row += [_ratio_cell(mine), "" if speedup is None else
+                    ("≥ " if mine.get("mat_over_mat_mod_lower_bound") else "")
+                    + f"{speedup:.2f}×"]
+        row.append({True: "yes", False: "**NO**", None: ""}[ok])
         out.append("| " + " | ".join(row) + " |")
     out.append("")
     out.append("## Measurements")
@@ -112,7 +141,8 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
             note = f"mismatches: {json.dumps(rec['count_mismatches'])[:200]}"
         row = [str(rec.get("benchmark")), str(rec.get("size")), str(rec.get("engine")),
                str(rec.get("device") or ""), str(rec.get("status", "ok")),
-               _fmt_s(rec.get("load_seconds")), _fmt_s(rec.get("materialise_seconds")),
+               _fmt_s(rec.get("load_seconds")),
+               ("≥ " if _lower(rec) else "") + _fmt_s(rec.get("materialise_seconds")),
                _fmt_int(rec.get("facts")), _fmt_int(rec.get("expected_facts")),
                {True: "yes", False: "**NO**", None: ""}[rec.get("count_ok")],
                _fmt_int(rec.get("derivations")), mib(rec.get("peak_memory_bytes")),
@@ -130,25 +160,34 @@ def render_plot(records: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     cases, engines, table = _latest(records)
-    engines = [e for e in engines if any(
-        (r := table.get((c, e))) and r.get("status", "ok") == "ok" for c in cases)]
+    def timed(rec: dict[str, Any] | None) -> bool:
+        return rec is not None and bool(rec.get("materialise_seconds")) and (
+            rec.get("status", "ok") == "ok" or _lower(rec))
+
+    engines = [e for e in engines if any(timed(table.get((c, e))) for c in cases)]
     width = 0.8 / max(1, len(engines))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(cases) + 2), 4.5))
     for i, eng in enumerate(engines):
-        xs, ys = [], []
+        xs, ys, lower = [], [], []
         for j, case in enumerate(cases):
             rec = table.get((case, eng))
-            if rec and rec.get("status", "ok") == "ok" and rec.get("materialise_seconds"):
+            if timed(rec):
+                assert rec is not None
                 xs.append(j + (i - (len(engines) - 1) / 2) * width)
                 ys.append(max(float(rec["materialise_seconds"]), 1e-4))
+                lower.append(_lower(rec))
         if xs:
-            ax.bar(xs, ys, width=width, label=eng)
+            bars = ax.bar(xs, ys, width=width, label=eng)
+            for bar, lb in zip(bars, lower):
+                if lb:  # a lower bound (timeout)
+                    bar.set_hatch("//")
+                    bar.set_alpha(0.6)
     ax.set_yscale("log")
     ax.set_ylabel("materialisation time (s, log scale)")
     ax.set_xticks(range(len(cases)))
     ax.set_xticklabels([c.replace(" / ", "\n") for c in cases], fontsize=8)
     ax.legend(fontsize=8)
-    ax.set_title("gpu-engine and peers")
+    ax.set_title("gpu-engine and peers (hatched: lower bound, timeout)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

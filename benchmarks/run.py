@@ -1,10 +1,15 @@
 """Run the benchmarks: gpu-engine and its peers side by side, one JSON line per measurement.
 
-    python -m benchmarks.run [--suite quick|full] [--device cpu|gpu|auto] [--out FILE.jsonl]
-                             [--peers duckdb,clingo,nemo,souffle] [--only NAME] [--timeout S]
+    python -m benchmarks.run [--suite quick|full|modules] [--device cpu|gpu|auto]
+                             [--out FILE.jsonl] [--peers duckdb,clingo,nemo,souffle]
+                             [--only NAME] [--timeout S]
 
 Each measurement (one engine on one benchmark) runs in a fresh child process, so that its
-peak memory is its own and a runaway peer can be stopped by ``--timeout``. Once every
+peak memory is its own and a runaway peer can be stopped by ``--timeout`` (a timed-out
+measurement records how long it had run as a lower bound). gpu-engine runs with
+``modules="off"`` (plain seminaive evaluation, "Mat"); on the cases of the ``modules`` suite
+it runs a second time as ``gpu-engine-mod`` with ``modules="auto"`` (the TC/STC modules of
+paper 002, "Mat-Mod"). Once every
 engine has run on a benchmark, the lines for that benchmark are printed with the expected
 fact count, ``count_ok`` and the ratio of each engine's materialisation time to the
 fastest peer's. ``facts`` always counts the facts of the program's output (IDB) relations
@@ -30,6 +35,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_LUBM = REPO_ROOT.parent / "shared" / "bench-data" / "lubm"
 EXAMPLES_LUBM = REPO_ROOT / "examples" / "lubm"
 ENGINE = "gpu-engine"
+ENGINE_MOD = "gpu-engine-mod"  # gpu-engine with the TC/STC modules of paper 002
+OURS = {ENGINE: "off", ENGINE_MOD: "auto"}  # engine label -> Reasoner(modules=...)
 DEFAULT_PEERS = ("duckdb", "clingo", "nemo", "souffle")
 
 
@@ -41,6 +48,7 @@ class Case:
     size: str
     dataset: dict[str, Any]
     peer_limits: dict[str, str] = field(default_factory=dict)
+    modules: bool = False  # also measure gpu-engine-mod (modules="auto")
 
     @property
     def name(self) -> str:
@@ -48,13 +56,16 @@ class Case:
         return f"{self.benchmark}@{self.size}"
 
 
-def _dag(benchmark: str, n: int, m: int, limits: dict[str, str] | None = None) -> Case:
+def _dag(benchmark: str, n: int, m: int, limits: dict[str, str] | None = None,
+         modules: bool = False) -> Case:
     return Case(benchmark, f"DAG-R n={n} m={m}", {"kind": "dag-r", "n": n, "m": m, "seed": 0},
-                limits or {})
+                limits or {}, modules)
 
 
-def _lubm(rule_set: str, univ: int, limits: dict[str, str] | None = None) -> Case:
-    return Case(rule_set, f"LUBM({univ})", {"kind": "lubm", "universities": univ}, limits or {})
+def _lubm(rule_set: str, univ: int, limits: dict[str, str] | None = None,
+          modules: bool = False) -> Case:
+    return Case(rule_set, f"LUBM({univ})", {"kind": "lubm", "universities": univ},
+                limits or {}, modules)
 
 
 QUICK: list[Case] = [
@@ -69,7 +80,13 @@ QUICK: list[Case] = [
 FULL: list[Case] = QUICK + [
     _lubm("LUBM_L", 50, {"clingo": "LUBM(50) is too large for clingo's grounder in memory"}),
 ]
-SUITES = {"quick": QUICK, "full": FULL}
+MODULES: list[Case] = [  # paper 002 §7: Mat (gpu-engine) and Mat-Mod (gpu-engine-mod) vs peers
+    _dag("tc-nonlinear", 10_000, 100_000, modules=True),
+    _dag("tc-nonlinear", 2_000, 10_000, modules=True),
+    _lubm("LUBM_LE", 1, modules=True),
+]
+SUITES = {"quick": QUICK, "full": FULL, "modules": MODULES}
+SUITE_TIMEOUTS = {"modules": 1800.0}  # seconds per measurement; others: 900
 
 
 # --------------------------------------------------------------------------- data
@@ -140,14 +157,17 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
         out["input_facts"] = data.num_rows
     out["read_seconds"] = time.perf_counter() - t0
 
-    if engine == ENGINE:
+    started = spec.get("started_file")
+    if engine in OURS:
         from gpu_engine import Reasoner
 
         t1 = time.perf_counter()
-        r = Reasoner(prog.text, device=spec["device"])
+        r = Reasoner(prog.text, device=spec["device"], modules=OURS[engine])
         t_compiled = time.perf_counter()
         r.add_facts(prog.edb, data)
         t2 = time.perf_counter()
+        if started:
+            Path(started).write_text(str(time.time()), encoding="utf-8")
         stats = r.materialise()
         t3 = time.perf_counter()
         sizes = r.relation_sizes()
@@ -163,6 +183,9 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
             engine_total_facts=d.get("facts"),
             derivations=d.get("derivations"),
             per_relation=per_rel,
+            modules_setting=OURS[engine],
+            modules=sorted({ru.module for st in stats.strata for ru in st.rules
+                            if ru.module.startswith(("tc(", "stc("))}),
         )
         gpu_peak = d.get("peak_device_bytes")
         if r.device == "gpu" and not gpu_peak:
@@ -176,6 +199,8 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         if ds["kind"] == "lubm" and workload.dlog is None:
             return {"status": "skipped", "reason": "the .dlog rule file is not available"}
+        if started:  # a peer's lower bound on timeout includes its load step
+            Path(started).write_text(str(time.time()), encoding="utf-8")
         res = run_peer(engine, workload)
         if res.skipped:
             return {"status": "skipped", "reason": res.skipped}
@@ -208,8 +233,13 @@ def _child_main(spec_json: str, out_path: str) -> int:
 # --------------------------------------------------------------------------- parent side
 
 
-def measure(spec: dict[str, Any], timeout: float, in_process: bool = False) -> dict[str, Any]:
-    """Run one measurement in a child process (or here with ``in_process``)."""
+def measure(spec: dict[str, Any], timeout: float, in_process: bool = False,
+            memory_limit: int | None = None) -> dict[str, Any]:
+    """Run one measurement in a child process (or here with ``in_process``).
+
+    On a timeout, ``materialise_seconds`` is how long the materialisation had run when the
+    child was stopped (a lower bound, ``lower_bound: true``); ``memory_limit`` bytes of
+    address space are the child's limit (CPU runs only: CUDA reserves far more)."""
     if in_process:
         try:
             return run_measurement(spec)
@@ -217,14 +247,26 @@ def measure(spec: dict[str, Any], timeout: float, in_process: bool = False) -> d
             return {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         out_path = Path(tmp) / "result.json"
+        started = Path(tmp) / "started"
+        spec = {**spec, "started_file": str(started)}
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
         cmd = [sys.executable, "-m", "benchmarks.run", "--child", json.dumps(spec), str(out_path)]
+
+        def set_limit() -> None:
+            if memory_limit:
+                resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, timeout=timeout,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, preexec_fn=set_limit)
         except subprocess.TimeoutExpired:
-            return {"status": "timeout", "reason": f"no result within {timeout:g} s"}
+            out: dict[str, Any] = {"status": "timeout",
+                                   "reason": f"no result within {timeout:g} s"}
+            if started.exists():
+                out["materialise_seconds"] = time.time() - float(started.read_text())
+                out["lower_bound"] = True
+            return out
         if not out_path.exists():
             tail = (proc.stderr or proc.stdout or "").strip()[-600:]
             return {"status": "error", "reason": f"child exited {proc.returncode}: {tail}"}
@@ -244,7 +286,7 @@ def _expected(case: Case, results: dict[str, dict[str, Any]]) -> tuple[int | Non
         edges = dag_r(ds["n"], ds["m"], ds.get("seed", 0))
         return transitive_closure_size(edges, ds["n"]), "bitset transitive-closure oracle", None
     peer_counts = {e: r["facts"] for e, r in results.items()
-                   if e != ENGINE and r.get("status") == "ok"}
+                   if e not in OURS and r.get("status") == "ok"}
     if peer_counts and len(set(peer_counts.values())) == 1:
         return next(iter(peer_counts.values())), "peers (" + ", ".join(peer_counts) + ")", None
     return None, None, None
@@ -253,7 +295,7 @@ def _expected(case: Case, results: dict[str, dict[str, Any]]) -> tuple[int | Non
 def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Turn the raw results of one benchmark into output records (expected, ok, ratios)."""
     expected, source, per_pred = _expected(case, results)
-    ok_peers = {e: r for e, r in results.items() if e != ENGINE and r.get("status") == "ok"
+    ok_peers = {e: r for e, r in results.items() if e not in OURS and r.get("status") == "ok"
                 and r.get("materialise_seconds") is not None
                 and (expected is None or r.get("facts") == expected)}
     fastest = min(ok_peers, key=lambda e: ok_peers[e]["materialise_seconds"]) if ok_peers else None
@@ -281,25 +323,33 @@ def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str
                 rec["fastest_peer"] = fastest
                 rec["ratio_to_fastest_peer"] = (r["materialise_seconds"]
                                                 / ok_peers[fastest]["materialise_seconds"])
-            if engine == ENGINE:
+            if engine in OURS:
                 rec["engine_seconds"] = r.get("engine_seconds")
                 rec["compile_seconds"] = r.get("compile_seconds")
                 rec["engine_total_facts"] = r.get("engine_total_facts")
-            # Agreement with each peer (DAG-R and SG: our count against each peer's).
-            if engine == ENGINE:
+                # Agreement with each peer (DAG-R and SG: our count against each peer's).
                 rec["agrees_with"] = {e: p.get("facts") == r.get("facts")
                                       for e, p in results.items()
-                                      if e != ENGINE and p.get("status") == "ok"}
+                                      if e not in OURS and p.get("status") == "ok"}
+            if engine == ENGINE_MOD:  # Mat / Mat-Mod, a lower bound when Mat timed out
+                mat = results.get(ENGINE) or {}
+                if mat.get("materialise_seconds") and r.get("materialise_seconds"):
+                    rec["mat_over_mat_mod"] = (mat["materialise_seconds"]
+                                               / r["materialise_seconds"])
+                    if mat.get("lower_bound"):
+                        rec["mat_over_mat_mod_lower_bound"] = True
             if per_pred is not None and r.get("per_relation"):
                 bad = {p: [n, per_pred.get(p)] for p, n in r["per_relation"].items()
                        if per_pred.get(p) != n}
                 if bad:
                     rec["count_mismatches"] = bad
-            for k in ("input_facts", "note", "version"):
+            for k in ("input_facts", "note", "version", "modules_setting", "modules"):
                 if k in r:
                     rec[k] = r[k]
         else:
             rec["reason"] = r.get("reason")
+            if r.get("lower_bound"):
+                rec["lower_bound"] = True
             if r.get("traceback"):
                 rec["traceback"] = r["traceback"]
         if source:
@@ -310,7 +360,7 @@ def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str
 
 def peer_missing(engine: str) -> str | None:
     """Why a peer cannot run here (not installed), or ``None``."""
-    if engine == ENGINE:
+    if engine in OURS:
         return None
     from benchmarks.peers import PEERS
 
@@ -319,7 +369,7 @@ def peer_missing(engine: str) -> str | None:
 
 def peer_unsupported(engine: str, case: Case) -> str | None:
     """Why a peer cannot express this case's program, or ``None``."""
-    if engine == ENGINE:
+    if engine in OURS:
         return None
     from benchmarks.peers import unsupported
 
@@ -327,14 +377,16 @@ def peer_unsupported(engine: str, case: Case) -> str | None:
 
 
 def run_suite(cases: list[Case], device: str, peers: list[str], timeout: float,
-              out_file: Path | None, in_process: bool = False) -> list[dict[str, Any]]:
-    """Run every case with gpu-engine and the peers; print and return the records."""
+              out_file: Path | None, in_process: bool = False,
+              memory_limit: int | None = None) -> list[dict[str, Any]]:
+    """Run every case with gpu-engine (and gpu-engine-mod where the case asks for it) and
+    the peers; print and return the records."""
     all_records = []
     fh = out_file.open("a", encoding="utf-8") if out_file else None
     try:
         for case in cases:
             results: dict[str, dict[str, Any]] = {}
-            for engine in [ENGINE, *peers]:
+            for engine in [ENGINE, *([ENGINE_MOD] if case.modules else []), *peers]:
                 if engine in case.peer_limits:
                     results[engine] = {"status": "skipped", "reason": case.peer_limits[engine]}
                     continue
@@ -346,7 +398,8 @@ def run_suite(cases: list[Case], device: str, peers: list[str], timeout: float,
                         "engine": engine, "device": device}
                 print(f"[bench] {case.name} {engine} ...", file=sys.stderr, flush=True)
                 t0 = time.perf_counter()
-                results[engine] = measure(spec, timeout, in_process)
+                limit = memory_limit if engine not in OURS or device == "cpu" else None
+                results[engine] = measure(spec, timeout, in_process, limit)
                 print(f"[bench]   {results[engine].get('status')} in "
                       f"{time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
             for rec in finish_case(case, results):
@@ -362,6 +415,18 @@ def run_suite(cases: list[Case], device: str, peers: list[str], timeout: float,
     return all_records
 
 
+def memory_limit_bytes(gib: float | None) -> int | None:
+    """``--memory-limit`` in bytes: by default 3/4 of the physical memory; 0: none."""
+    if gib == 0:
+        return None
+    if gib:
+        return int(gib * 2**30)
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     argv = sys.argv[1:] if argv is None else argv
@@ -375,7 +440,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated peers (duckdb,clingo,nemo,souffle); '' for none")
     ap.add_argument("--only", action="append", default=[],
                     help="run only cases whose 'benchmark@size' contains this (repeatable)")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds per measurement (default 900; suite modules 1800)")
+    ap.add_argument("--memory-limit", type=float, default=None,
+                    help="GiB of address space per measurement on the CPU (default: 3/4 of "
+                         "the physical memory; 0: no limit)")
     ap.add_argument("--in-process", action="store_true",
                     help="run measurements in this process (peak memory is then cumulative)")
     args = ap.parse_args(argv)
@@ -388,8 +457,10 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if any(o in c.name for o in args.only)]
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-    records = run_suite(cases, args.device, peers, args.timeout, args.out, args.in_process)
-    bad = [r for r in records if r["engine"] == ENGINE and r.get("count_ok") is False]
+    timeout = args.timeout if args.timeout is not None else SUITE_TIMEOUTS.get(args.suite, 900.0)
+    records = run_suite(cases, args.device, peers, timeout, args.out, args.in_process,
+                        memory_limit_bytes(args.memory_limit))
+    bad = [r for r in records if r["engine"] in OURS and r.get("count_ok") is False]
     for r in bad:
         print(f"[bench] COUNT MISMATCH {r['benchmark']} {r['size']}: {r['facts']} facts, "
               f"expected {r['expected_facts']}", file=sys.stderr)

@@ -434,7 +434,7 @@ def materialise_job(case: Case, st: Settings, mode: str, emit: Emit,
     except Interrupted:
         if done is None:
             emit({**rec, "status": "timeout", "seconds": time.perf_counter() - t0,
-                  "lower_bound": True, "error": f"timeout: no result within {st.timeout:g} s"})
+                  "lower_bound": True, "error": f"stopped after {st.timeout:g} s"})
             return
         rec["interrupted"] = f"timeout during repeat {len(times) + 1}"
     except Exception as exc:  # noqa: BLE001 - recorded

@@ -136,6 +136,7 @@ class Engine:
         self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
         self.counters = {}
         self.module_state = {}
+        self._compact_floor: dict[str, int] = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         for k, stratum in enumerate(self.strata):
             if self.progress:
@@ -232,8 +233,10 @@ class Engine:
         outs = self.evaluator.evaluate(rule, sources, negated, delta)
         head = outputs[rule.head.relation]
         head.extend(outs)
-        if sum(o.n for o in head) > self.evaluator.compact_rows:
-            head[:] = self._compact(rule, head)
+        floor = self._compact_floor.get(rule.head.relation, 0)
+        if sum(o.n for o in head) > max(self.evaluator.compact_rows, 2 * floor):
+            head[:] = self._compact(rule, head)  # amortised: again once doubled
+            self._compact_floor[rule.head.relation] = sum(o.n for o in head)
         rs = rstats[id(rule)]
         rs.derivations += sum(o.count for o in outs)
         rs.evaluations += 1

@@ -69,6 +69,7 @@ class RuleEvaluator:
         self.compact: Compactor | None = None
         self.compact_rows = 2 * be.join_chunk_rows
         self._pending = 0
+        self._limit = self.compact_rows
 
     # --- public -----------------------------------------------------------------------
 
@@ -100,6 +101,7 @@ class RuleEvaluator:
             return []
         out: list[RuleOutput] = []
         self._pending = 0
+        self._limit = self.compact_rows
         start = initial if initial is not None else Bindings({}, 1)
         self._run(rule, start, list(zip(atoms, sources)), filters, out)
         return out
@@ -291,9 +293,11 @@ class RuleEvaluator:
         if n:
             out.append(RuleOutput(tuple(self.be.xp.ascontiguousarray(c) for c in cols), n))
             self._pending += n
-            if self.compact is not None and self._pending > self.compact_rows:
+            if self.compact is not None and self._pending > self._limit:
                 out[:] = self.compact(rule, out)
                 self._pending = sum(o.n for o in out)
+                # amortised: the next compaction waits until the outputs have doubled
+                self._limit = max(self.compact_rows, 2 * self._pending)
 
 
 Source = Union[RunSet, View]  # noqa: UP007

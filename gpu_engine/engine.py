@@ -181,13 +181,7 @@ class Engine:
                 rs.evaluations += 1
             rstats[id(self.module_plans[s.index][0].rules[0])].seconds += (
                 time.perf_counter() - t1)
-            for r in s.relations:
-                self.store[r] = self.store[r].compacted()
-            st.rules = list(rstats.values())
-            st.derivations = sum(r.derivations for r in st.rules)
-            st.facts = sum(len(self.store[r]) - before[r] for r in s.relations)
-            st.seconds = time.perf_counter() - t0
-            return st
+            return self._finish_stratum(s, st, rstats, before, t0)
         # recursive rules: seminaive rounds with exact delta variants.  The first delta is
         # everything known so far (explicit facts and non-recursive derivations).
         delta = {r: self.store[r] for r in s.relations}
@@ -217,6 +211,11 @@ class Engine:
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
+        return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _finish_stratum(self, s: Stratum, st: StratumStats, rstats: dict[int, RuleStats],
+                        before: dict[str, int], t0: float) -> StratumStats:
+        """Compact the stratum's relations and fill in its statistics."""
         for r in s.relations:
             self.store[r] = self.store[r].compacted()
         st.rules = list(rstats.values())

@@ -74,9 +74,7 @@ def _call_add(m: Module, ev: Any, version: Any, delta: dict[str, RowSet],
     d = delta.get(m.relation)
     if d is None or not len(d):
         return {}
-    if isinstance(m, TCModule):
-        return {m.relation: m.add(ev, version(m.relation), d)}
-    return {m.relation: m.add(ev.be, version(m.relation), d)}
+    return {m.relation: m.add(ev, version(m.relation), d)}
 
 
 # --- Algorithm 2: MAT-MOD ---------------------------------------------------------------
@@ -187,9 +185,7 @@ def dredc_mod(u: Any, s: Stratum, modules: list[Module]) -> None:
                 outs.append(m.delete(ev, st.mid, st.old_plus, d, zero_nr))
             elif m.relation in d:
                 Ip = st.mid(m.relation)
-                j = (m.delete(ev, Ip, d[m.relation], zero_nr) if isinstance(m, TCModule)
-                     else m.delete(be, Ip, d[m.relation], zero_nr))
-                outs.append({m.relation: j})
+                outs.append({m.relation: m.delete(ev, Ip, d[m.relation], zero_nr)})
             else:
                 outs.append({})
         for r, d in delta.items():  # line 29
@@ -227,8 +223,7 @@ def dredc_mod(u: Any, s: Stratum, modules: list[Module]) -> None:
             for r, rows in m.diff(ev, st.new, st.new, P, N).items():
                 cand[r].append(rows)
         else:
-            g = gone[m.relation]
-            j = (m.rederive(ev, g) if isinstance(m, TCModule) else m.rederive(be, g))
+            j = m.rederive(ev, gone[m.relation])
             red = {m.relation: j} if len(j) else {}
         prev.append(red)
         for r, rows in red.items():

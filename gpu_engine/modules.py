@@ -25,7 +25,7 @@ installs new arrays, so an update that fails can fall back to the previous state
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kernels import components as CC
@@ -503,15 +503,15 @@ class STCModule:
         self.derivations += len(cols[0])
         return RowSet.from_columns(be, cols, 2)
 
-    def add(self, be: Backend, Ip: View, delta: RowSet) -> RowSet:
+    def add(self, ev: RuleEvaluator, Ip: View, delta: RowSet) -> RowSet:
         """Algorithm 7: CLOSEEDGES(Δ) \\ I^p."""
-        J = self.close_edges(be, delta)
+        J = self.close_edges(ev.be, delta)
         return J.select(~view_has(Ip, J)) if len(J) else J
 
-    def delete(self, be: Backend, Ip: View, delta: RowSet, zero_nr: ZeroNr) -> RowSet:
+    def delete(self, ev: RuleEvaluator, Ip: View, delta: RowSet, zero_nr: ZeroNr) -> RowSet:
         """Algorithm 8: every component holding an edge of Δ is removed; its pairs with a
         zero non-recursive counter are overdeleted, the others kept in Y_R."""
-        xp = be.xp
+        be, xp = ev.be, ev.be.xp
         if not len(delta) or not len(self.verts):
             return RowSet.empty(be, 2)
         a = xp.searchsorted(self.verts, delta.cols[0])
@@ -536,17 +536,16 @@ class STCModule:
         self.label = label
         return J.minus(delta)  # line 83
 
-    def rederive(self, be: Backend, delta: RowSet) -> RowSet:
+    def rederive(self, ev: RuleEvaluator, delta: RowSet) -> RowSet:
         """Algorithm 9: CLOSEEDGES(Y_R) ∩ Δ, then Y_R := ∅."""
+        be = ev.be
         J = self.close_edges(be, self.Y)
         self.Y = RowSet.empty(be, 2)
         return J.select(delta.has(J)) if len(J) and len(delta) else RowSet.empty(be, 2)
 
-    def diff(self, be: Backend) -> RowSet:
-        return RowSet.empty(be, 2)
-
-    def copy(self) -> STCModule:
-        return replace(self)
+    def diff(self) -> RowSet:
+        """Definition 5: both rules read R alone (see :meth:`TCModule.diff`)."""
+        return RowSet.empty(self.Y.be, 2)
 
 
 def _isin(xp: Any, values: Any, pool: Any) -> Any:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from gpu_engine.ir import ProgramError
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
     from .reasoner import Reasoner
 
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
+
+
+FORMAT_HELP = ("default IO of .input/.output directives that name none: 'file' (Soufflé's "
+               "tab-separated <rel>.facts / <rel>.csv) or 'parquet' (<rel>.parquet, a file or a "
+               "directory as Spark writes it)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--modules", choices=["auto", "off"], default="auto",
                      help="transitive / symmetric-transitive closure modules where rules "
                           "match (paper 002; default auto) or plain seminaive evaluation")
+    run.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")
@@ -47,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("-D", "--output", default=".",
                      help="directory for .output relations ('-' prints them)")
     exp.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    exp.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     upd = sub.add_parser("update", help="insert and delete explicit facts of a store and "
                                         "maintain its materialisation incrementally")
     upd.add_argument("store", metavar="STORE_DIR")
@@ -63,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("-D", "--output", help="also write the .output relations here "
                                             "('-' prints them)")
     upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    upd.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     upd.add_argument("--stats", action="store_true", help="print the update statistics")
     upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     upd.add_argument("--quiet", action="store_true", help="no progress display")
@@ -98,11 +107,11 @@ def _run(args: argparse.Namespace) -> int:
         for note in r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
-        r.load_inputs(args.facts)
+        r.load_inputs(args.facts, default_io=args.format)
         progress.status("materialising")
         stats = r.materialise()
         # render everything before writing anything, so an error writes no output
-        outputs = _render_outputs(r, args.output)
+        outputs = _render_outputs(r, args.output, args.format)
         if args.store:
             from .store import save_store
 
@@ -119,16 +128,27 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-Outputs = tuple[list[tuple[str, str, str]], list[tuple[str, int]]]
+Outputs = tuple[list[tuple[str, str, "str | pa.Table"]], list[tuple[str, int]]]
 
 
-def _render_outputs(r: Reasoner, output: str) -> Outputs:
-    """The ``.output`` relations as (relation, destination, text), and the ``.printsize``
-    sizes; ``output == "-"`` sends every relation to stdout."""
-    outputs: list[tuple[str, str, str]] = []
+def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outputs:
+    """The ``.output`` relations as (relation, destination, text or Arrow table for
+    ``IO=parquet``), and the ``.printsize`` sizes; ``output == "-"`` sends every relation
+    to stdout as text."""
+    from .io import portable_table
+
+    outputs: list[tuple[str, str, str | pa.Table]] = []
     for d in r.parsed.directives:
         if d.kind == "output":
-            io = d.params.get("IO", "file")
+            io = d.params.get("IO", default_io)
+            if io not in ("file", "stdout", "parquet"):
+                raise ProgramError(f"unsupported IO={io!r} for .output {d.relation} "
+                                   "(file, stdout or parquet)", d.loc)
+            if io == "parquet" and output != "-":
+                fname = d.params.get("filename", f"{d.relation}.parquet")
+                outputs.append((d.relation, fname, portable_table(
+                    r.relation(d.relation), r.program.relations[d.relation].arity)))
+                continue
             delim = d.params.get("delimiter", "\t").encode().decode("unicode_escape")
             fname = d.params.get("filename", f"{d.relation}.csv")
             dest = "-" if (io == "stdout" or output == "-") else fname
@@ -140,17 +160,22 @@ def _render_outputs(r: Reasoner, output: str) -> Outputs:
 
 def _write_outputs(rendered: Outputs, output: str) -> None:
     """Write what :func:`_render_outputs` rendered (files atomically) and print sizes."""
+    from .parquet_io import write_parquet_dataset
+
     outputs, sizes = rendered
     out_dir = Path(output)
     if output != "-" and any(dest != "-" for _, dest, _ in outputs):
         out_dir.mkdir(parents=True, exist_ok=True)
-    for rel, dest, text in outputs:
+    for rel, dest, data in outputs:
         if dest == "-":
-            sys.stdout.write(f"---------------\n{rel}\n===============\n{text}"
+            sys.stdout.write(f"---------------\n{rel}\n===============\n{data}"
                              "===============\n")
+            continue
+        path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
+        if isinstance(data, pa.Table):
+            write_parquet_dataset(data, path)
         else:
-            path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
-            write_text_atomic(path, text)
+            write_text_atomic(path, data)
     for rel, n in sizes:
         print(f"{rel}\t{n}")
 
@@ -160,7 +185,7 @@ def _export(args: argparse.Namespace) -> int:
     from .store import open_store
 
     r = open_store(args.store, device=args.device)
-    _write_outputs(_render_outputs(r, args.output), args.output)
+    _write_outputs(_render_outputs(r, args.output, args.format), args.output)
     return 0
 
 
@@ -180,11 +205,11 @@ def _update(args: argparse.Namespace) -> int:
         if args.modules and args.modules != r.engine.modules:
             r.engine.set_modules(args.modules)
         progress.status("reading facts")
-        insert = _read_update_facts(r, args.insert) if args.insert else {}
-        delete = _read_update_facts(r, args.delete) if args.delete else {}
+        insert = _read_update_facts(r, args.insert, args.format) if args.insert else {}
+        delete = _read_update_facts(r, args.delete, args.format) if args.delete else {}
         progress.status("updating")
         stats = r.update_encoded(insert, delete, args.algorithm)
-        outputs = _render_outputs(r, args.output) if args.output else None
+        outputs = _render_outputs(r, args.output, args.format) if args.output else None
         progress.status("committing")
         save_store(r, args.store)
     if outputs is not None:
@@ -199,42 +224,57 @@ def _update(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_update_facts(r: Reasoner,
-                       facts_dir: str) -> dict[str, tuple[tuple[np.ndarray, ...], int]]:
+def _read_update_facts(r: Reasoner, facts_dir: str, default_io: str = "file"
+                       ) -> dict[str, tuple[tuple[np.ndarray, ...], int]]:
     """Read the fact files of an update directory, encoded with the store's dictionary.
 
-    ``.input`` relations use their directive's filename and delimiter (an absolute
+    ``.input`` relations use their directive's IO, filename and delimiter (an absolute
     filename is looked up by its base name in ``facts_dir``); every other relation reads
-    ``<rel>.facts`` (tab-separated).  A missing file means no facts.
+    ``<rel>.facts`` (tab-separated) or, with ``default_io == "parquet"``,
+    ``<rel>.parquet``.  A missing file means no facts.
     """
+    from .parquet_io import read_parquet_facts
+
     d = Path(facts_dir)
     if not d.is_dir():
         raise FileNotFoundError(f"{facts_dir}: no such fact directory")
-    sources: dict[str, list[tuple[str, str]]] = {}
+    default_ext = ".parquet" if default_io == "parquet" else ".facts"
+    sources: dict[str, list[tuple[str, str | None]]] = {}  # file, delimiter (None: parquet)
     for dr in r.parsed.directives:
         if dr.kind == "input":
-            fname = Path(dr.params.get("filename", f"{dr.relation}.facts")).name
-            delim = dr.params.get("delimiter", "\t")
-            delim = delim.encode().decode("unicode_escape") if "\\" in delim else delim
+            io = dr.params.get("IO", default_io)
+            ext = ".parquet" if io == "parquet" else ".facts"
+            fname = Path(dr.params.get("filename", f"{dr.relation}{ext}")).name
+            delim = None if io == "parquet" else dr.params.get("delimiter", "\t")
+            if delim is not None and "\\" in delim:
+                delim = delim.encode().decode("unicode_escape")
             sources.setdefault(dr.relation, []).append((fname, delim))
     for name in r.program.relations:
-        sources.setdefault(name, [(f"{name}.facts", "\t")])
+        sources.setdefault(name, [(f"{name}{default_ext}",
+                                   None if default_io == "parquet" else "\t")])
     read = {f for files in sources.values() for f, _ in files}
-    for p in sorted(d.glob("*.facts")):
+    for p in sorted([*d.glob("*.facts"), *d.glob("*.parquet")]):
         if p.name not in read:
             print(f"note: ignoring {p} (no relation reads it)", file=sys.stderr)
     facts: dict[str, tuple[tuple[np.ndarray, ...], int]] = {}
     for name, files in sources.items():
         rel = r.program.relations[name]
-        parts = [read_facts(d / f, rel, r.symbols, delim) for f, delim in files
-                 if (d / f).exists()]
+        parts: list[tuple[tuple[np.ndarray, ...], int]] = []
+        for f, delim in files:
+            if not (d / f).exists():
+                continue
+            if delim is None:
+                parts.append(read_parquet_facts(d / f, rel, r.symbols))
+            else:
+                cols = read_facts(d / f, rel, r.symbols, delim)
+                parts.append((tuple(cols), len(cols[0]) if cols else 0))
         if not parts:
             continue
-        n = sum(len(p[0]) for p in parts)
+        n = sum(k for _, k in parts)
         if rel.arity == 0:
             facts[name] = ((), min(n, 1))
         else:
-            facts[name] = (tuple(np.concatenate([p[i] for p in parts])
+            facts[name] = (tuple(np.concatenate([p[i] for p, _ in parts])
                                  for i in range(rel.arity)), n)
     return facts
 

@@ -209,3 +209,76 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 _PARAM_RE = re.compile(r"^[A-Za-z_]+$")
+
+
+# --- Arrow tables in (Spark DataFrames and Parquet datasets arrive as Arrow) ----------------
+
+_ARROW_KINDS = {"number": ("integer", pa.types.is_integer),
+                "unsigned": ("integer", pa.types.is_integer),
+                "float": ("floating-point or integer",
+                          lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)),
+                "symbol": ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)
+                           or (pa.types.is_dictionary(t) and pa.types.is_string(t.value_type)))}
+
+
+def table_columns(schema: pa.Schema, rel: Relation, source: str,
+                  columns: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """The columns of ``schema`` that hold ``rel``'s attributes, in declaration order.
+
+    Columns are found by name (the ``.decl`` attribute names, or ``columns``); extra
+    columns are ignored.  Raises :class:`FactsError` naming ``source`` for a missing
+    column or a column whose type cannot hold the attribute's values."""
+    names = list(columns) if columns is not None else [a for a, _ in rel.attributes]
+    if rel.arity == 0:
+        return []
+    if len(names) != rel.arity:
+        raise FactsError(f"{source}: {len(names)} column names given for {rel.name}, "
+                         f"which has {rel.arity} attributes")
+    decl = ", ".join(f"{a}:{t}" for a, t in rel.attributes)
+    for k, (name, (attr, typ)) in enumerate(zip(names, rel.attributes)):
+        if name not in schema.names:
+            raise FactsError(f"{source}: no column {name!r} for attribute {k + 1} of "
+                             f"{rel.name}({decl}); the data has columns {schema.names}")
+        t = schema.field(name).type
+        what, ok = _ARROW_KINDS[typ]
+        if not ok(t):
+            raise FactsError(f"{source}: column {name!r} has type {t}, but attribute "
+                             f"{attr!r} of {rel.name} is declared {typ} and needs {what} values")
+    return names
+
+
+def encode_table(table: pa.Table, rel: Relation, symbols: SymbolTable, source: str,
+                 columns: list[str] | tuple[str, ...] | None = None
+                 ) -> tuple[tuple[np.ndarray, ...], int]:
+    """A table's facts for ``rel`` as stored int64 columns and a row count (nullary:
+    the relation holds when the table has a row whose ``holds`` column, if any, is true).
+
+    Checks names and types (:func:`table_columns`), nulls and value ranges."""
+    if rel.arity == 0:
+        n = table.num_rows
+        if n and "holds" in table.schema.names:
+            n = int(pc.sum(pc.cast(table.column("holds"), pa.int64())).as_py() or 0)
+        return (), min(n, 1)
+    names = table_columns(table.schema, rel, source, columns)
+    cols = []
+    for name, (_attr, typ) in zip(names, rel.attributes):
+        col = table.column(name)
+        if col.null_count:
+            first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise FactsError(f"{source}: column {name!r} of {rel.name} has {col.null_count} "
+                             f"null values (first at row {first}); facts cannot hold nulls")
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        cols.append(encode_column(col, typ, symbols, f"{source}: column {name!r} of {rel.name}"))
+    return tuple(cols), table.num_rows
+
+
+def portable_table(table: pa.Table, arity: int) -> pa.Table:
+    """A decoded relation table in the types Spark and Parquet readers share: unsigned
+    widened to int64, non-null fields; a nullary relation as one boolean ``holds`` column
+    (one row when it holds)."""
+    if arity == 0:
+        return pa.table({"holds": pa.array([True] * min(table.num_rows, 1), pa.bool_())})
+    fields = [pa.field(f.name, pa.int64() if pa.types.is_unsigned_integer(f.type) else f.type,
+                       nullable=False) for f in table.schema]
+    return table.cast(pa.schema(fields))

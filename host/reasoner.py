@@ -70,23 +70,72 @@ class Reasoner:
         self.load_seconds += time.perf_counter() - t0
         return added
 
-    def load_inputs(self, facts_dir: str | Path = ".") -> None:
-        """Read every ``.input`` relation from its file (``<rel>.facts`` in ``facts_dir``)."""
+    def load_inputs(self, facts_dir: str | Path = ".", default_io: str = "file") -> None:
+        """Read every ``.input`` relation from its file: ``IO=file`` (the default, or
+        ``default_io``) reads ``<rel>.facts`` in ``facts_dir``, ``IO=parquet`` reads the
+        Parquet file or Spark-written directory ``<rel>.parquet``."""
+        from .parquet_io import read_parquet_facts
+
         t0 = time.perf_counter()
-        for d in self.parsed.directives:
+        loaded = []
+        for d in self.parsed.directives:  # read and check every input before adding any
             if d.kind != "input":
                 continue
             rel = self._relation(d.relation)
-            io = d.params.get("IO", "file")
+            io = d.params.get("IO", default_io)
+            if io == "parquet":
+                path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.parquet"))
+                cols, n = read_parquet_facts(path, rel, self.symbols)
+                loaded.append((d.relation, list(cols), n))
+                continue
             if io != "file":
-                raise ProgramError(f"unsupported IO={io!r} for .input {d.relation}", d.loc)
-            fname = d.params.get("filename", f"{d.relation}.facts")
-            path = Path(fname) if Path(fname).is_absolute() else Path(facts_dir) / fname
+                raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
+                                   "(file or parquet)", d.loc)
+            path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
             delim = _unescape(d.params.get("delimiter", "\t"))
-            cols = read_facts(path, rel, self.symbols, delim)
-            n = len(cols[0]) if cols else 0
-            self.engine.add_facts(d.relation, cols if rel.arity else [], n_rows=n)
+            fcols = read_facts(path, rel, self.symbols, delim)
+            n = len(fcols[0]) if fcols else 0
+            loaded.append((d.relation, fcols if rel.arity else [], n))
+        for name, cols, n in loaded:
+            self.engine.add_facts(name, cols, n_rows=n)
         self.load_seconds += time.perf_counter() - t0
+
+    # --- Spark ------------------------------------------------------------------------
+
+    def load_spark(self, relation: str, df: Any, columns: list[str] | None = None) -> int:
+        """Add the rows of a Spark DataFrame as explicit facts of ``relation`` (columns
+        named after the ``.decl`` attributes, or ``columns``), moved as Arrow batches.
+        Returns the number of new facts.  See :mod:`host.spark_exchange`."""
+        from .spark_exchange import load_spark
+
+        return load_spark(self, relation, df, columns)
+
+    def load_spark_inputs(self, frames: Mapping[str, Any]) -> dict[str, int]:
+        """:meth:`load_spark` for several relations (relation name → DataFrame); all are
+        checked before any is added."""
+        from .spark_exchange import load_spark_inputs
+
+        return load_spark_inputs(self, frames)
+
+    def to_spark(self, relation: str, spark: Any, partitions: int | None = None) -> Any:
+        """The relation's facts as a Spark DataFrame of ``spark`` (materialises first)."""
+        from .spark_exchange import to_spark
+
+        return to_spark(self, relation, spark, partitions)
+
+    def outputs_to_spark(self, spark: Any, relations: list[str] | None = None) -> dict[str, Any]:
+        """Every ``.output`` relation (or ``relations``) as a Spark DataFrame."""
+        from .spark_exchange import outputs_to_spark
+
+        return outputs_to_spark(self, spark, relations)
+
+    def update_from_spark(self, insert: Mapping[str, Any] | None = None,
+                          delete: Mapping[str, Any] | None = None,
+                          algorithm: str | None = None) -> UpdateStats:
+        """:meth:`update` with DataFrames of inserted and deleted facts."""
+        from .spark_exchange import update_from_spark
+
+        return update_from_spark(self, insert, delete, algorithm)
 
     # --- reasoning --------------------------------------------------------------------
 
@@ -241,6 +290,10 @@ def _row_count(data: Any, cols: list[Any]) -> int:
     if hasattr(data, "num_rows"):
         return int(data.num_rows)
     return len(data)
+
+
+def _path_in(directory: str | Path, fname: str) -> Path:
+    return Path(fname) if Path(fname).is_absolute() else Path(directory) / fname
 
 
 def _unique_names(names: list[str]) -> list[str]:

@@ -132,14 +132,18 @@ def store_lock(store_dir: str | Path) -> Iterator[None]:
 # --- saving --------------------------------------------------------------------------------
 
 
-def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1) -> str:
+def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
+               extra: dict[str, Any] | None = None) -> str:
     """Commit the reasoner's program, dictionary, E, I and counters as a new version.
 
     Materialises first if needed.  ``keep`` is how many versions (the new one included)
-    stay on disk.  Returns the new version's name.
+    stay on disk.  ``extra`` (JSON values) is recorded in the version's metadata under
+    ``"extra"`` (the streaming sink keeps its last applied batch id there).  Returns the
+    new version's name.
     """
     if keep < 1:
         raise ValueError("keep must be at least 1")
+    meta_extra = dict(extra or {})
     engine = reasoner.engine
     if not engine.materialised:
         reasoner.materialise()
@@ -182,6 +186,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1) -> s
             "counting": engine.counting, "counters": counting,
             "modules": engine.modules, "counted_with": engine.counted_with,
             "symbols": len(reasoner.symbols), "relations": relations, "files": files,
+            "extra": meta_extra,
         }
         _write_file(tmp / "meta.json", json.dumps(meta, indent=1).encode())
         for sub in (tmp / "E", tmp / "I", tmp):

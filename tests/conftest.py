@@ -93,3 +93,31 @@ def shared_dir() -> Path:
             "nor $GPU_ENGINE_SHARED exists"
         )
     return found
+
+
+@functools.cache
+def spark_missing() -> str | None:
+    """Why no local Spark session can start here (None when one can)."""
+    import shutil
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "PySpark is not installed (pip install 'gpu-engine[spark]')"
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        return "no Java runtime for Spark (java not on PATH, JAVA_HOME unset)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run (``local[2]``, UI off, 4 shuffle
+    partitions, loopback binding, Python workers on this interpreter); marked tests only."""
+    why = spark_missing()
+    if why:
+        pytest.skip(why)
+    from host.spark_adapter import local_session
+
+    session = local_session("local[2]", app="gpu-engine-tests", shuffle_partitions=4)
+    yield session
+    session.stop()

@@ -259,3 +259,56 @@ def test_streaming_micro_batches_update_a_store(spark, tmp_path: Path) -> None:
         sink.apply(pa.table({"x": pa.array([7], pa.int32()), "y": pa.array([8], pa.int32()),
                              "op": ["upsert"]}), 2)
     assert rows(open_store(store, device="cpu").relation("path")) == rows(judge.relation("path"))
+
+
+CONNECT_SCRIPT = r"""
+import json, sys
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from gpu_engine import Reasoner
+from host import spark_adapter as sa
+
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+assert sa.is_connect(spark)
+prog = '''.decl e(a:number, u:unsigned, f:float, s:symbol)
+.decl p(a:number, u:unsigned, f:float, s:symbol)
+p(a, u, f, s) :- e(a, u, f, s).'''
+src = pa.table({"a": pa.array([-5, 7], pa.int32()), "u": pa.array([2**32 - 1, 0], pa.int64()),
+                "f": pa.array([0.5, -2.0], pa.float32()), "s": ["x", "ü"]})
+r = Reasoner(prog, device="cpu")
+n = r.load_spark("e", spark.createDataFrame(src))
+out = sa.to_arrow(sa.local_checkpoint(r.to_spark("p", spark)))
+try:
+    r.load_spark("e", spark.createDataFrame(src).drop("s"))
+    err = None
+except Exception as exc:
+    err = str(exc)
+print(json.dumps({"n": n, "rows": sorted(map(list, zip(*out.to_pydict().values()))),
+                  "types": [str(t) for t in out.schema.types], "error": err}))
+spark.stop()
+"""
+
+
+def test_spark_connect_session(tmp_path: Path) -> None:
+    """The same exchange through a Spark Connect session (a local Connect server in its
+    own JVM, so it runs in a subprocess beside the test session)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import spark_missing
+
+    if spark_missing():
+        pytest.skip(spark_missing())
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["n"] == 2
+    assert res["rows"] == [[-5, 4294967295, 0.5, "x"], [7, 0, -2.0, "ü"]]
+    assert res["types"] == ["int32", "int64", "float", "string"]
+    assert "no column 's' for attribute 4" in res["error"]

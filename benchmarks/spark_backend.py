@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from host.spark_adapter import cancel_jobs
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
@@ -37,16 +39,6 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("hybrid", {"decompose": "off"}),
 ]
 
-
-# adapter candidate: stop the running jobs of a session (classic and Connect differ)
-def cancel_jobs(spark: Any) -> None:
-    """Cancel every running Spark job of the session."""
-    from host.spark_adapter import is_connect
-
-    if is_connect(spark):
-        spark.interruptAll()
-    else:
-        spark.sparkContext.cancelAllJobs()
 
 
 class CaseTimeout(Exception):

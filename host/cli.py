@@ -46,6 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="transitive / symmetric-transitive closure modules where rules "
                           "match (paper 002; default auto) or plain seminaive evaluation")
     run.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
+    run.add_argument("--backend", choices=["local", "spark"], default="local",
+                     help="'local': the columnar engine on this machine (GPU or CPU); "
+                          "'spark': facts and fixpoint as Spark DataFrame operations")
+    run.add_argument("--master", default="local[*]",
+                     help="Spark master for --backend spark (local[N], spark://host:port, "
+                          "yarn, k8s://..., or sc://host for Spark Connect)")
+    run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark setting for --backend spark (repeatable), e.g. "
+                          "spark.driver.memory=8g")
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")
@@ -101,9 +110,21 @@ def _run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
+    kwargs: dict[str, Any] = {}
+    if args.backend == "spark":
+        if args.store:
+            raise ProgramError("--store needs the local backend (the Spark backend keeps no "
+                               "derivation counters)")
+        from .spark_adapter import session
+
+        conf = dict(kv.split("=", 1) for kv in args.spark_conf if "=" in kv)
+        bad = [kv for kv in args.spark_conf if "=" not in kv]
+        if bad:
+            raise ProgramError(f"--spark-conf expects KEY=VALUE, got {bad[0]!r}")
+        kwargs = {"backend": "spark", "spark": session(args.master, conf=conf)}
     with progress:
         r = Reasoner(Path(args.program), device=args.device, progress=progress.hook,
-                     counting=bool(args.store), modules=args.modules)
+                     counting=bool(args.store), modules=args.modules, **kwargs)
         for note in r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
@@ -146,6 +167,9 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
                                    "(file, stdout or parquet)", d.loc)
             if io == "parquet" and output != "-":
                 fname = d.params.get("filename", f"{d.relation}.parquet")
+                if r.device == "spark":  # written by Spark itself, not via the driver
+                    outputs.append((d.relation, fname, r.to_spark(d.relation)))
+                    continue
                 outputs.append((d.relation, fname, portable_table(
                     r.relation(d.relation), r.program.relations[d.relation].arity)))
                 continue
@@ -153,8 +177,9 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
             fname = d.params.get("filename", f"{d.relation}.csv")
             dest = "-" if (io == "stdout" or output == "-") else fname
             outputs.append((d.relation, dest, r.render(d.relation, delim)))
-    sizes = [(d.relation, r.engine.size(d.relation))
-             for d in r.parsed.directives if d.kind == "printsize"]
+    wanted = [d.relation for d in r.parsed.directives if d.kind == "printsize"]
+    known = r.relation_sizes() if wanted else {}
+    sizes = [(name, known[name]) for name in wanted]
     return outputs, sizes
 
 
@@ -174,8 +199,10 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
         path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
         if isinstance(data, pa.Table):
             write_parquet_dataset(data, path)
-        else:
+        elif isinstance(data, str):
             write_text_atomic(path, data)
+        else:  # a Spark DataFrame (the Spark backend): Spark's own commit protocol
+            data.write.mode("overwrite").parquet(str(path))
     for rel, n in sizes:
         print(f"{rel}\t{n}")
 

@@ -32,9 +32,20 @@ class Reasoner:
     [(1, 2), (1, 3), (2, 3)]
     """
 
+    def __new__(cls, *args: Any, backend: str = "local", **kwargs: Any) -> Reasoner:
+        """``backend="spark"`` (with ``spark=session``) gives a
+        :class:`host.spark_reasoner.SparkReasoner`: facts and fixpoint in Spark."""
+        if backend not in ("local", "spark"):
+            raise ValueError(f"backend must be 'local' or 'spark', not {backend!r}")
+        if backend == "spark" and cls is Reasoner:
+            from .spark_reasoner import SparkReasoner
+
+            return super().__new__(SparkReasoner)
+        return super().__new__(cls)
+
     def __init__(self, program: str | Path, device: str = "auto", *, counting: bool = False,
                  progress: Any = None, symbols: SymbolTable | None = None,
-                 modules: str = "auto") -> None:
+                 modules: str = "auto", backend: str = "local") -> None:
         self.source_text, self.source_name = _source(program)
         self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
         self.program = self.parsed.program

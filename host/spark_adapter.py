@@ -96,6 +96,29 @@ def local_session(master: str = "local[2]", *, app: str = "gpu-engine",
     return spark
 
 
+def session(master: str = "local[*]", *, conf: dict[str, str] | None = None) -> Any:
+    """A session for ``master``: ``sc://...`` connects to a Spark Connect server, anything
+    else starts (or joins) a classic session through :func:`local_session`."""
+    if master.startswith("sc://"):
+        require_pyspark()
+        from pyspark.sql import SparkSession
+
+        b = SparkSession.builder.remote(master)
+        for k, v in (conf or {}).items():
+            b = b.config(k, v)
+        return b.getOrCreate()
+    return local_session(master, conf=conf)
+
+
+def cancel_jobs(spark: Any) -> None:
+    """Cancel every running job of the session (classic: the context's jobs; Connect:
+    the session's operations)."""
+    if is_connect(spark):
+        spark.interruptAll()
+    else:
+        spark.sparkContext.cancelAllJobs()
+
+
 def parallelism(spark: Any) -> int:
     """How many partitions make every core of the session busy."""
     if not is_connect(spark):
@@ -218,6 +241,7 @@ def row_count(df: Any) -> int:
 
 
 __all__ = ["SparkUnavailable", "require_pyspark", "is_connect", "is_dataframe", "local_session",
+           "session", "cancel_jobs",
            "parallelism", "partitions_for", "to_arrow", "from_arrow", "spark_type_of",
            "spark_schema", "arrow_schema_of", "map_in_arrow", "local_checkpoint", "broadcast", "foreach_batch",
            "row_count", "session_of"]

@@ -23,9 +23,10 @@ def load(name: str):
     return mod
 
 
-def test_pipeline_example(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["local", "spark"])
+def test_pipeline_example(spark, tmp_path: Path, backend: str) -> None:
     ex = load("spark_pipeline")
-    res = ex.run(spark, tmp_path, nodes=300, edges=900)
+    res = ex.run(spark, tmp_path, nodes=300, edges=900, backend=backend)
     edges = pq.read_table(tmp_path / "edge.parquet")
     judge = Reasoner(ex.PROGRAM, device="cpu")
     judge.add_facts("edge", edges.select(["x", "y"]))

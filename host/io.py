@@ -88,6 +88,24 @@ def decode_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
     return pa.array(floats_to_host(col))
 
 
+def decode_table(cols: tuple[np.ndarray, ...] | list[np.ndarray], rel: Relation,
+                 symbols: SymbolTable) -> pa.Table:
+    """Stored columns of ``rel`` (arity >= 1) as an Arrow table named after its attributes."""
+    arrays = [decode_column(c, t, symbols) for c, (_, t) in zip(cols, rel.attributes)]
+    return pa.table(arrays, names=unique_names([a for a, _ in rel.attributes]))
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Attribute names made unique for a table (``x, x`` -> ``x, x_1``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        out.append(n if k == 0 else f"{n}_{k}")
+        seen[n] = k + 1
+    return out
+
+
 def format_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
     """Stored values as text, the way Soufflé prints them."""
     if typ == "symbol":

@@ -17,7 +17,7 @@ from gpu_engine.values import encode_scalar
 from kernels.backend import get_backend
 
 from .dictionary import SymbolTable
-from .io import FactsError, decode_column, encode_column, read_facts, render_rows
+from .io import FactsError, decode_table, encode_column, read_facts, render_rows
 from .parser import ParsedProgram, parse_program
 
 
@@ -201,8 +201,7 @@ class Reasoner:
         cols = self.engine.explicit_columns(name)
         if not cols:
             return pa.table({"holds": pa.array([True] * len(self.engine.explicit[name]))})
-        arrays = [decode_column(c, t, self.symbols) for c, (_, t) in zip(cols, rel.attributes)]
-        return pa.table(arrays, names=_unique_names([a for a, _ in rel.attributes]))
+        return decode_table(cols, rel, self.symbols)
 
     # --- results out ------------------------------------------------------------------
 
@@ -210,12 +209,9 @@ class Reasoner:
         """The relation's facts as a pyarrow Table (symbols decoded), sorted."""
         rel = self._relation(name)
         self._ensure()
-        cols = self.engine.columns(name)
-        arrays = [decode_column(c, t, self.symbols) for c, (_, t) in zip(cols, rel.attributes)]
-        names = [a for a, _ in rel.attributes]
-        if not arrays:
+        if rel.arity == 0:
             return pa.table({"holds": pa.array([True] * self.engine.size(name))})
-        return pa.table(arrays, names=_unique_names(names))
+        return decode_table(self.engine.columns(name), rel, self.symbols)
 
     def relation_sizes(self) -> dict[str, int]:
         """Number of facts per relation."""
@@ -305,16 +301,6 @@ def _row_count(data: Any, cols: list[Any]) -> int:
 
 def _path_in(directory: str | Path, fname: str) -> Path:
     return Path(fname) if Path(fname).is_absolute() else Path(directory) / fname
-
-
-def _unique_names(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        k = seen.get(n, 0)
-        out.append(n if k == 0 else f"{n}_{k}")
-        seen[n] = k + 1
-    return out
 
 
 def _unescape(s: str) -> str:

@@ -87,6 +87,7 @@ from gpu_engine.values import encode_scalar
 
 from . import spark_adapter as sa
 from .dictionary import SymbolTable
+from .io import unique_names
 from .spark_backend_expr import SPARK_TYPES, normalise_float
 from .spark_backend_local import (
     ARROW_TYPES,
@@ -494,7 +495,7 @@ class SparkRunner:
         df = r.df()
         if r.rel.arity == 0:
             return df
-        return df.toDF(*_unique_names([a for a, _ in r.rel.attributes]))
+        return df.toDF(*unique_names([a for a, _ in r.rel.attributes]))
 
 
 # --- decomposition ------------------------------------------------------------------------
@@ -533,16 +534,6 @@ def _maps_key_to_key(rule: Any, key: Mapping[str, int]) -> bool:
         return False
     return all(isinstance(t := a.args[key[a.relation]], Var) and t.name == v.name
                for a in rule.body if isinstance(a, Atom) and a.relation in key)
-
-
-def _unique_names(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        k = seen.get(n, 0)
-        out.append(n if k == 0 else f"{n}_{k}")
-        seen[n] = k + 1
-    return out
 
 
 __all__ = ["SparkRunner", "decomposition_plan", "BROADCAST_ROWS", "REPLICATE_ROWS"]

@@ -26,7 +26,8 @@ from gpu_engine.ir import Program, Relation, Rule
 from kernels.backend import get_backend
 
 from .dictionary import SymbolTable
-from .io import decode_column, encode_column
+from .io import decode_column
+from .io import encode_table as io_encode_table
 
 ARROW_TYPES: dict[str, pa.DataType] = {"number": pa.int32(), "unsigned": pa.int64(),
                                        "float": pa.float32(), "symbol": pa.string()}
@@ -44,9 +45,7 @@ def sub_program(relations: Mapping[str, Relation], names: Iterable[str],
 
 def encode_table(table: pa.Table, rel: Relation, symbols: SymbolTable) -> Encoded:
     """Arrow columns (positional, exchange types) -> engine columns."""
-    cols = tuple(encode_column(table.column(i), t, symbols, f"{rel.name}.{a}")
-                 for i, (a, t) in enumerate(rel.attributes))
-    return cols, table.num_rows
+    return io_encode_table(table, rel, symbols, rel.name, columns=table.column_names[:rel.arity])
 
 
 def decode_arrays(cols: tuple[np.ndarray, ...], rel: Relation,

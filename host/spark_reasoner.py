@@ -25,9 +25,9 @@ from gpu_engine.stats import MaterialisationStats, StratumStats, UpdateStats
 
 from . import spark_adapter as sa
 from .dictionary import SymbolTable
-from .io import FactsError, decode_column, portable_table, render_rows, table_columns
+from .io import FactsError, decode_table, portable_table, render_rows, table_columns, unique_names
 from .parser import parse_program
-from .reasoner import Reasoner, _path_in, _source, _unescape, _unique_names
+from .reasoner import Reasoner, _path_in, _source, _unescape
 
 _RANGES = {"number": (-(1 << 31), (1 << 31) - 1), "unsigned": (0, (1 << 32) - 1)}
 
@@ -77,13 +77,7 @@ class SparkReasoner(Reasoner):
         number of rows given (duplicates are removed when materialising)."""
         rel = self._relation(relation)
         enc, n = self._encode(relation, data)
-        if rel.arity == 0:
-            table = pa.table({"holds": pa.array([True] * min(n, 1))})
-        else:
-            arrays = [decode_column(c, t, self.symbols) for c, (_, t) in zip(enc, rel.attributes)]
-            table = portable_table(pa.table(arrays, names=_unique_names(
-                [a for a, _ in rel.attributes])), rel.arity)
-        self._add_frame(relation, self._from_table(rel, table))
+        self._add_frame(relation, self._frame_of_encoded(rel, enc, n))
         return n
 
     def load_spark(self, relation: str, df: Any, columns: list[str] | None = None) -> int:
@@ -124,12 +118,7 @@ class SparkReasoner(Reasoner):
                 cols = read_facts(path, rel, self.symbols,
                                   _unescape(d.params.get("delimiter", "\t")))
                 n = len(cols[0]) if cols else 0
-                arrays = [decode_column(c, t, self.symbols)
-                          for c, (_, t) in zip(cols, rel.attributes)] if rel.arity else []
-                table = (portable_table(pa.table(arrays, names=_unique_names(
-                    [a for a, _ in rel.attributes])), rel.arity) if rel.arity
-                    else pa.table({"holds": pa.array([True] * min(n, 1))}))
-                frames.append((d.relation, self._from_table(rel, table)))
+                frames.append((d.relation, self._frame_of_encoded(rel, cols, n)))
             else:
                 raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
                                    "(file or parquet)", d.loc)
@@ -264,12 +253,15 @@ class SparkReasoner(Reasoner):
         self.add_facts(relation, data)
         return self._inputs[relation].pop(before)
 
-    def _from_table(self, rel: Any, table: pa.Table) -> Any:
-        return sa.from_arrow(self.spark, table) if rel.arity else (
-            self.spark.range(table.num_rows).selectExpr("true AS holds"))
+    def _frame_of_encoded(self, rel: Any, cols: Any, n: int) -> Any:
+        """Stored columns shipped to Spark in the exchange types (nullary: ``holds``)."""
+        if rel.arity == 0:
+            return self.spark.range(min(n, 1)).selectExpr("true AS holds")
+        table = portable_table(decode_table(cols, rel, self.symbols), rel.arity)
+        return sa.from_arrow(self.spark, table)
 
     def _empty_table(self, rel: Any) -> pa.Table:
-        return pa.table({a: pa.array([], pa.int64()) for a in _unique_names(
+        return pa.table({a: pa.array([], pa.int64()) for a in unique_names(
             [a for a, _ in rel.attributes])})
 
     def _checked(self, relation: str, df: Any, columns: list[str] | None = None,

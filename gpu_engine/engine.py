@@ -22,11 +22,13 @@ import numpy as np
 
 from kernels.backend import INDEX, Backend
 
+from . import small_rounds
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
+from .small_rounds import SmallPlan, SmallResult, run_small, small_plan
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
 
@@ -186,7 +188,21 @@ class Engine:
         # everything known so far (explicit facts and non-recursive derivations).
         delta = {r: self.store[r] for r in s.relations}
         prev = {r: RunSet.empty(self.be, self.store[r].arity) for r in s.relations}
+        small = self._small_plan(s)
+        force_array = False
         while s.recursive and any(len(delta[r]) for r in s.relations):
+            if (small is not None and not force_array
+                    and sum(len(delta[r]) for r in s.relations) <= small_rounds.ENTER_DELTA):
+                res = run_small(small, self.store, prev, delta, self.symbols,
+                                self.counting >= 2, self.progress)
+                if res is None:  # a plan needs a ranked index: array path from now on
+                    small = None
+                    continue
+                self._absorb_small(s, res, st, rstats)
+                prev, delta = res.prev, res.delta
+                force_array = res.overflow
+                continue
+            force_array = False
             st.iterations += 1
             if self.progress:
                 self.progress("iteration", st.iterations, s.index)
@@ -212,6 +228,31 @@ class Engine:
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
         return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _small_plan(self, s: Stratum) -> SmallPlan | None:
+        """The stratum's small-delta plan (CPU only; None: array path only)."""
+        if self.be.is_gpu:
+            return None
+        cache = self.__dict__.setdefault("_small_plans", {})
+        if s.index not in cache:
+            arity = {n: r.arity for n, r in self.program.relations.items()}
+            cache[s.index] = small_plan(s, arity)
+        return cache[s.index]
+
+    def _absorb_small(self, s: Stratum, res: SmallResult, st: StratumStats,
+                      rstats: dict[int, RuleStats]) -> None:
+        """Install the versions, counts and statistics of rounds run on the small path."""
+        if res.rounds:
+            for r in s.relations:
+                self.store[r] = res.prev[r].append(res.delta[r].compact())
+        for name, d, cnt in res.counts:
+            self._count_log.setdefault(name, []).append((d, cnt, True))
+        st.iterations += res.rounds
+        st.small_rounds += res.rounds
+        for i, n in res.derivations.items():
+            rstats[id(s.recursive_rules[i])].derivations += n
+        for i, n in res.evaluations.items():
+            rstats[id(s.recursive_rules[i])].evaluations += n
 
     def _finish_stratum(self, s: Stratum, st: StratumStats, rstats: dict[int, RuleStats],
                         before: dict[str, int], t0: float) -> StratumStats:

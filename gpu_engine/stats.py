@@ -32,6 +32,7 @@ class StratumStats:
     facts: int = 0  # facts added by this stratum's rules
     derivations: int = 0
     rules: list[RuleStats] = field(default_factory=list)
+    small_rounds: int = 0  # rounds run by the compiled small-delta path
 
     def to_dict(self) -> dict:
         d = asdict(self)

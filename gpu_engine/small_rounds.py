@@ -1,0 +1,532 @@
+"""The small-delta path: seminaive rounds of a stratum as one compiled call.
+
+While the deltas of a recursive stratum are tiny, :func:`run_small` encodes every delta
+variant of the stratum's recursive rules as a plan (``kernels.small_path`` describes the
+tables) and lets the compiled interpreter run round after round, until the fixpoint, a
+delta too large for nested loops, or a round whose output overflows the buffer (then the
+caller evaluates that round with the array path).  The result is the same as the array
+path's, round for round: the same exact delta variants (variant i reads Δ at p_i,
+``I \\ Δ`` at p_j for j < i and ``I`` for j > i), so the same facts, the same derivation
+counts per rule and, when counting, the same multiplicities logged for the counters.
+
+A plan is fixed when the path is entered: Δ first, then greedily the atom connected to
+what is bound with the fewest rows (the array path's order), keys probed in position
+order, filters as soon as their variables are bound.  Features the interpreter does not
+have (float or symbol order comparisons, string and bitwise functors, functors inside
+body atoms, ranked keys wider than 63 bits, nullary stratum relations, the GPU backend)
+make :func:`small_plan` return None, and the stratum keeps the array path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernels import small_path as K
+
+from .expr import const_value, term_vars
+from .ir import Atom, Compare, Const, Negation, Rule, SymbolTable, Term, Var
+from .rowset import RowSet
+from .runs import RunSet
+from .stratify import Stratum
+
+ENTER_DELTA = 1024  # enter the path when a round's Δ holds at most this many facts
+LEAVE_DELTA = 4096  # leave it when a round derives more new facts than this
+OUT_ROWS = 1 << 16  # head rows one round may produce before the array path takes over
+ROUND_SLICE = 1 << 16  # rounds per compiled call (between progress reports)
+MIN_CAPACITY = 1 << 12  # rows of N allocated at entry (doubled when full)
+
+_ARITH = {"+": K.C_ADD, "-": K.C_SUB, "*": K.C_MUL, "/": K.C_DIV, "%": K.C_MOD,
+          "min": K.C_MIN, "max": K.C_MAX}
+_CMP = {"=": K.OP_EQ, "!=": K.OP_NE, "<": K.OP_LT, "<=": K.OP_LE, ">": K.OP_GT,
+        ">=": K.OP_GE}
+
+
+def enabled() -> bool:
+    """The path is on unless ``GPU_ENGINE_SMALL_PATH=0`` (or Numba is missing)."""
+    return K.AVAILABLE and os.environ.get("GPU_ENGINE_SMALL_PATH", "1") != "0"
+
+
+@dataclass
+class SmallPlan:
+    """What is fixed about a stratum for the small path (checked once)."""
+
+    stratum: Stratum
+    rels: list[str]  # stratum relations, in N-relation id order
+    arity: dict[str, int]
+    maxar: int
+
+
+def small_plan(s: Stratum, arity: dict[str, int]) -> SmallPlan | None:
+    """The stratum's small-path description, or None when a rule needs a feature the
+    compiled interpreter does not have."""
+    if not s.recursive or not enabled():
+        return None
+    rels = list(s.relations)
+    if any(arity[r] == 0 or arity[r] > K.MAXK for r in rels):
+        return None
+    if not all(_supported(rule, arity) for rule in s.recursive_rules):
+        return None
+    return SmallPlan(s, rels, dict(arity), max(arity[r] for r in rels))
+
+
+def _supported(rule: Rule, arity: dict[str, int]) -> bool:
+    names: set[str] = set()
+    for lit in rule.body:
+        if isinstance(lit, (Atom, Negation)):
+            atom = lit if isinstance(lit, Atom) else lit.atom
+            if len(atom.args) > K.MAXK or not all(isinstance(t, (Var, Const))
+                                                  for t in atom.args):
+                return False
+            names |= {t.name for t in atom.args if isinstance(t, Var)}
+        elif isinstance(lit, Compare):
+            if lit.type in ("float",) or (lit.type == "symbol" and lit.op not in ("=", "!=")):
+                return False
+            if not (_term_ok(lit.left) and _term_ok(lit.right)):
+                return False
+            names |= term_vars(lit.left) | term_vars(lit.right)
+        else:
+            return False
+    return (len(rule.head.args) <= K.MAXK and all(_term_ok(t) for t in rule.head.args)
+            and len(names) <= K.MAXV)
+
+
+def _term_ok(t: Term) -> bool:
+    if isinstance(t, (Var, Const)):
+        return not (isinstance(t, Const) and t.type == "float")
+    if t.type not in ("number", "unsigned") or (t.op not in _ARITH and t.op != "neg"):
+        return False
+    return all(_term_ok(a) for a in t.args)
+
+
+class _Tables:
+    """Builder of the interpreter's tables for one entry into the path."""
+
+    def __init__(self, symbols: SymbolTable) -> None:
+        self.symbols = symbols
+        self.arrays: list[np.ndarray] = []
+        self._ids: dict[int, int] = {}
+        self.IX: list[list[int]] = []
+        self.L: list[list[int]] = []
+        self.F: list[list[int]] = []
+        self.V: list[list[int]] = []
+        self.code: list[int] = []
+        self.HD: list[list[int]] = []
+        self._hd: dict[tuple[int, tuple[int, ...]], int] = {}
+
+    def array(self, a: Any) -> int:
+        hit = self._ids.get(id(a))
+        if hit is not None:
+            return hit
+        self.arrays.append(np.ascontiguousarray(a, dtype=np.int64))
+        self._ids[id(a)] = len(self.arrays) - 1
+        return len(self.arrays) - 1
+
+    def entry(self, keys: Any, rows: Any, dense: Any, n: int, cols: tuple[Any, ...],
+              spec: Any, k: int) -> int:
+        row = [0] * K.IX_WIDTH
+        row[K.IX_KEYS] = self.array(keys) if keys is not None else -1
+        row[K.IX_ROWS] = self.array(rows) if rows is not None else -1
+        row[K.IX_DENSE] = self.array(dense) if dense is not None else -1
+        row[K.IX_DLEN] = len(dense) if dense is not None else 0
+        row[K.IX_K] = k
+        ids = [self.array(c) for c in cols]
+        row[K.IX_COL0] = ids[0] if ids else -1
+        if ids and ids != list(range(ids[0], ids[0] + len(ids))):  # columns must be adjacent
+            base = len(self.arrays)
+            for c in cols:
+                self.arrays.append(np.ascontiguousarray(c, dtype=np.int64))
+            row[K.IX_COL0] = base
+        row[K.IX_N] = n
+        if spec is None:
+            row[K.IX_W] = 64
+        else:
+            for i in range(k):
+                row[K.IX_OFF + i] = spec.offsets[i]
+                row[K.IX_W + i] = spec.widths[i]
+                row[K.IX_SH + i] = spec.shifts[i]
+        self.IX.append(row)
+        return len(self.IX) - 1
+
+    def hash_def(self, rel: int, keypos: tuple[int, ...]) -> int:
+        hit = self._hd.get((rel, keypos))
+        if hit is not None:
+            return hit
+        row = [0] * K.HD_WIDTH
+        row[K.HD_REL] = rel
+        row[K.HD_NKEY] = len(keypos)
+        for i, p in enumerate(keypos):
+            row[K.HD_KEYPOS + i] = p
+        self.HD.append(row)
+        self._hd[(rel, keypos)] = len(self.HD) - 1
+        return len(self.HD) - 1
+
+    def expr(self, t: Term, regs: dict[str, int]) -> tuple[int, int]:
+        lo = len(self.code)
+        self._emit(t, regs)
+        return lo, len(self.code)
+
+    def _emit(self, t: Term, regs: dict[str, int]) -> None:
+        if isinstance(t, Var):
+            self.code += [K.C_VAR, regs[t.name]]
+        elif isinstance(t, Const):
+            self.code += [K.C_CONST, const_value(t, self.symbols)]
+        else:
+            wrap = 0 if t.type == "number" else 1
+            if t.op == "neg":
+                self._emit(t.args[0], regs)
+                self.code += [K.C_NEG, wrap]
+                return
+            self._emit(t.args[0], regs)
+            for a in t.args[1:]:
+                self._emit(a, regs)
+                self.code += [_ARITH[t.op], wrap]
+
+    def runs_index(self, runs: RunSet, key_pos: tuple[int, ...],
+                   consts: tuple[tuple[int, int], ...], equal: tuple[tuple[int, int], ...]
+                   ) -> tuple[int, int] | None:
+        """Index entries of every run of ``runs`` (None: a ranked index)."""
+        first = len(self.IX)
+        for run in runs.runs:
+            idx = run.index(key_pos, consts, equal)
+            if key_pos and idx.spec is None:
+                return None
+            dense = idx.offsets(run.be) if key_pos else None
+            self.entry(idx.sorted_keys if key_pos else None, idx.rows, dense, len(idx.rows),
+                       run.cols, idx.spec, len(key_pos))
+        return first, len(self.IX) - first
+
+    def finish(self, rows: list[list[int]], width: int) -> np.ndarray:
+        if not rows:
+            return np.zeros((0, width), dtype=np.int64)
+        return np.asarray(rows, dtype=np.int64).reshape(len(rows), width)
+
+
+def _plan_variant(t: _Tables, rule: Rule, p: int, vi: int, rec: list[int], atoms: list[Atom],
+                  rel_id: dict[str, int], base: dict[str, RunSet], lower: dict[str, RunSet],
+                  sizes: dict[str, int], rule_id: int) -> bool:
+    """Encode variant ``vi`` (Δ at body atom ``p``) of ``rule``; False: not encodable."""
+    regs: dict[str, int] = {}
+
+    def reg(v: str) -> int:
+        if v not in regs:
+            regs[v] = len(regs)
+        return regs[v]
+
+    filters: list[Any] = [lit for lit in rule.body if not isinstance(lit, Atom)]
+    bound: set[str] = set()
+
+    def ready() -> list[list[int]]:
+        """Filters applicable now (bindings may enable more), encoded."""
+        out: list[list[int]] = []
+        changed = True
+        while changed:
+            changed = False
+            for f in list(filters):
+                row = _filter_row(t, f, bound, regs, reg, lower)
+                if row is None:
+                    continue
+                if row is False:
+                    raise _NotEncodable
+                filters.remove(f)
+                out.append(row)
+                changed = True
+        return out
+
+    order = join_order(atoms, p, sizes)
+    try:
+        f0 = len(t.F)
+        t.F.extend(ready())
+        vrow = [0] * K.V_WIDTH
+        vrow[K.V_RULE] = rule_id
+        vrow[K.V_F0], vrow[K.V_NF] = f0, len(t.F) - f0
+        levels: list[list[int]] = []
+        for i in order:
+            a = atoms[i]
+            row = [0] * K.L_WIDTH
+            key_pos, keyreg, consts, equal, binds = [], [], [], [], []
+            first: dict[str, int] = {}
+            for q, arg in enumerate(a.args):
+                if isinstance(arg, Const):
+                    consts.append((q, const_value(arg, t.symbols)))
+                elif arg.name in bound:
+                    key_pos.append(q)
+                    keyreg.append(reg(arg.name))
+                elif arg.name in first:
+                    equal.append((first[arg.name], q))
+                else:
+                    first[arg.name] = q
+                    binds.append((q, reg(arg.name)))
+            in_s = a.relation in rel_id
+            if i == p:
+                row[K.L_KIND] = 0
+            elif in_s:
+                row[K.L_KIND] = 1
+                row[K.L_VER] = 0 if i in rec[:vi] else 1
+            else:
+                row[K.L_KIND] = 2
+            row[K.L_REL] = rel_id.get(a.relation, -1)
+            row[K.L_NKEY] = len(key_pos)
+            for j, (q, r) in enumerate(zip(key_pos, keyreg)):
+                row[K.L_KEYPOS + j], row[K.L_KEYREG + j] = q, r
+            row[K.L_NBIND] = len(binds)
+            for j, (q, r) in enumerate(binds):
+                row[K.L_BINDPOS + j], row[K.L_BINDREG + j] = q, r
+            row[K.L_NCONST] = len(consts)
+            for j, (q, v) in enumerate(consts):
+                row[K.L_CONSTPOS + j], row[K.L_CONSTVAL + j] = q, v
+            row[K.L_NEQ] = len(equal)
+            for j, (x, y) in enumerate(equal):
+                row[K.L_EQA + j], row[K.L_EQB + j] = x, y
+            if row[K.L_KIND] == 1:
+                row[K.L_HASH] = t.hash_def(rel_id[a.relation], tuple(key_pos))
+            if row[K.L_KIND] in (1, 2):
+                src = base[a.relation] if in_s else lower[a.relation]
+                ents = t.runs_index(src, tuple(key_pos), tuple(consts), tuple(equal))
+                if ents is None:
+                    return False
+                row[K.L_IX0], row[K.L_NIX] = ents
+            bound |= set(first)
+            f0 = len(t.F)
+            t.F.extend(ready())
+            row[K.L_F0], row[K.L_NF] = f0, len(t.F) - f0
+            levels.append(row)
+        if filters:
+            return False
+        vrow[K.V_NLEV] = len(levels)
+        vrow[K.V_L0] = len(t.L)
+        vrow[K.V_HREL] = rel_id[rule.head.relation]
+        vrow[K.V_HN] = len(rule.head.args)
+        vrow[K.V_DREL] = rel_id[atoms[p].relation]
+        for j, arg in enumerate(rule.head.args):
+            if not term_vars(arg) <= bound:
+                return False
+            vrow[K.V_HC + 2 * j], vrow[K.V_HC + 2 * j + 1] = t.expr(arg, regs)
+        if len(regs) > K.MAXV:
+            return False
+        t.L.extend(levels)
+        t.V.append(vrow)
+        return True
+    except _NotEncodable:
+        return False
+
+
+def join_order(atoms: list[Atom], first: int, sizes: dict[str, int]) -> list[int]:
+    """Δ (atom ``first``) first, then greedily the atom connected to what is bound (or
+    without variables) with the fewest rows; ties by position (the array path's order)."""
+    order = [first]
+    rest = [i for i in range(len(atoms)) if i != first]
+    seen = {v.name for v in atoms[first].args if isinstance(v, Var)}
+    while rest:
+        best, best_key = -1, (2, 0, 0)
+        for i in rest:
+            vs = {v.name for v in atoms[i].args if isinstance(v, Var)}
+            key = (0 if (vs & seen or not vs) else 1, sizes[atoms[i].relation], i)
+            if key < best_key:
+                best, best_key = i, key
+        rest.remove(best)
+        order.append(best)
+        seen |= {v.name for v in atoms[best].args if isinstance(v, Var)}
+    return order
+
+
+class _NotEncodable(Exception):
+    pass
+
+
+def _filter_row(t: _Tables, f: Any, bound: set[str], regs: dict[str, int], reg: Any,
+                lower: dict[str, RunSet]) -> list[int] | None | bool:
+    """The encoded filter if applicable now (None: not yet; False: not encodable)."""
+    row = [0] * K.F_WIDTH
+    if isinstance(f, Compare):
+        lv, rv = term_vars(f.left), term_vars(f.right)
+        if lv <= bound and rv <= bound:
+            row[K.F_KIND], row[K.F_OP] = 0, _CMP[f.op]
+            row[K.F_L0], row[K.F_L1] = t.expr(f.left, regs)
+            row[K.F_R0], row[K.F_R1] = t.expr(f.right, regs)
+            return row
+        if f.op == "=":
+            for var, other, ov in ((f.left, f.right, rv), (f.right, f.left, lv)):
+                if isinstance(var, Var) and var.name not in bound and ov <= bound:
+                    row[K.F_KIND] = 1
+                    row[K.F_L0], row[K.F_L1] = t.expr(other, regs)
+                    row[K.F_REG] = reg(var.name)
+                    bound.add(var.name)
+                    return row
+        return None
+    atom = f.atom
+    named = {a.name for a in atom.args if isinstance(a, Var) and not a.anonymous}
+    if not named <= bound:
+        return None
+    if atom.relation not in lower:
+        return False
+    key_pos, keyreg, consts, equal = [], [], [], []
+    anon: dict[str, int] = {}
+    for q, arg in enumerate(atom.args):
+        if isinstance(arg, Const):
+            consts.append((q, const_value(arg, t.symbols)))
+        elif arg.name in bound:
+            key_pos.append(q)
+            keyreg.append(regs[arg.name])
+        elif arg.name in anon:
+            equal.append((anon[arg.name], q))
+        else:
+            anon[arg.name] = q
+    ents = t.runs_index(lower[atom.relation], tuple(key_pos), tuple(consts), tuple(equal))
+    if ents is None:
+        return False
+    row[K.F_KIND] = 2
+    row[K.F_IX0], row[K.F_NIX] = ents
+    row[K.F_NKEY] = len(key_pos)
+    for j, r in enumerate(keyreg):
+        row[K.F_KEYREG + j] = r
+    return row
+
+
+@dataclass
+class SmallResult:
+    prev: dict[str, RunSet]
+    delta: dict[str, RunSet]
+    rounds: int
+    overflow: bool  # the next round must be evaluated by the array path
+    derivations: dict[int, int]  # per rule index
+    evaluations: dict[int, int]
+    counts: list[tuple[str, RowSet, Any]]  # (relation, rows, multiplicities) to log
+
+
+def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
+              delta: dict[str, RunSet], symbols: SymbolTable, counting: bool,
+              progress: Any = None) -> SmallResult | None:
+    """Run rounds of stratum ``sp`` on the small path from the versions ``prev`` (I \\ Δ),
+    ``delta`` and ``store`` (I); None when a plan cannot be encoded (ranked keys)."""
+    s = sp.stratum
+    rel_id = {r: i for i, r in enumerate(sp.rels)}
+    be = next(iter(store.values())).be
+    t = _Tables(symbols)
+    sizes = {r: len(rs) for r, rs in store.items()}
+    lower = {r: rs for r, rs in store.items() if r not in rel_id}
+    rules = s.recursive_rules
+    for ri, rule in enumerate(rules):
+        atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+        rec = [i for i, a in enumerate(atoms) if a.relation in rel_id]
+        for vi, p in enumerate(rec):
+            if not _plan_variant(t, rule, p, vi, rec, atoms, rel_id, prev, lower, sizes, ri):
+                return None
+    # membership entries of the base runs, and the full-row hash of every relation
+    M = np.zeros((len(sp.rels), 2), dtype=np.int64)
+    full_hash = np.zeros(len(sp.rels), dtype=np.int64)
+    for r, i in rel_id.items():
+        first = len(t.IX)
+        for run in prev[r].runs:
+            if sp.arity[r] > 1 and run.spec is None:
+                return None
+            t.entry(run.keys, None, None, len(run), run.cols, run.spec if sp.arity[r] > 1
+                    else None, sp.arity[r])
+        M[i] = (first, len(t.IX) - first)
+        full_hash[i] = t.hash_def(i, tuple(range(sp.arity[r])))
+    # the arrays as a table of data addresses (t.arrays keeps them alive meanwhile)
+    A = np.asarray([a.ctypes.data for a in t.arrays] or [0], dtype=np.int64)
+    IX = t.finish(t.IX, K.IX_WIDTH)
+    L = t.finish(t.L, K.L_WIDTH)
+    F = t.finish(t.F, K.F_WIDTH)
+    V = t.finish(t.V, K.V_WIDTH)
+    HD = t.finish(t.HD, K.HD_WIDTH)
+    code = np.asarray(t.code or [0], dtype=np.int64)
+    # N: the initial Δ (tag 0)
+    d_rows = [(i, delta[r].compact()) for r, i in rel_id.items() if len(delta[r])]
+    n0 = sum(len(rs) for _, rs in d_rows)
+    cap = max(MIN_CAPACITY, 1 << int(2 * n0).bit_length())
+    st = np.zeros(K.ST_WIDTH, dtype=np.int64)
+    N = _alloc(cap, sp.maxar, len(t.HD))
+    at = 0
+    for i, rs in d_rows:
+        k = len(rs)
+        for c, col in enumerate(rs.cols):
+            N["vals"][at:at + k, c] = be.to_host(col)
+        N["rel"][at:at + k] = i
+        at += k
+    N["new"][:at] = 1
+    st[K.ST_COUNT], st[K.ST_ROUND], st[K.ST_DLO], st[K.ST_DHI] = at, 0, 0, at
+    K.rebuild_hashes(HD, N["head"], N["next"], N["vals"], N["rel"], N["new"], at, full_hash)
+    ovals = np.empty((OUT_ROWS, sp.maxar), dtype=np.int64)
+    orel = np.empty(OUT_ROWS, dtype=np.int64)
+    rder = np.zeros(len(rules), dtype=np.int64)
+    reval = np.zeros(len(rules), dtype=np.int64)
+    while True:
+        status = K.run_rounds(A, IX, L, F, V, code, HD, N["head"], N["next"], M, full_hash,
+                              N["vals"], N["rel"], N["tag"], N["new"], N["cnt"], st, ovals,
+                              orel, rder, reval, int(bool(counting)), LEAVE_DELTA,
+                              ROUND_SLICE)
+        if status == K.FULL:
+            N = _grow(N, int(st[K.ST_COUNT]), len(t.HD), HD, full_hash)
+            continue
+        if status == K.ROUND_LIMIT:
+            if progress:
+                progress("iteration", int(st[K.ST_ROUND]), s.index)
+            continue
+        break
+    return _result(sp, store, prev, delta, N, st, status, rder, reval, counting, be)
+
+
+def _alloc(cap: int, width: int, nhash: int) -> dict[str, np.ndarray]:
+    return {"vals": np.zeros((cap, width), dtype=np.int64),
+            "rel": np.zeros(cap, dtype=np.int64), "tag": np.zeros(cap, dtype=np.int64),
+            "new": np.zeros(cap, dtype=np.int64), "cnt": np.zeros(cap, dtype=np.int64),
+            "head": np.full((max(nhash, 1), 2 * cap), -1, dtype=np.int64),
+            "next": np.full((max(nhash, 1), cap), -1, dtype=np.int64)}
+
+
+def _grow(N: dict[str, np.ndarray], count: int, nhash: int, HD: np.ndarray,
+          full_hash: np.ndarray) -> dict[str, np.ndarray]:
+    cap = 2 * len(N["rel"])
+    out = _alloc(cap, N["vals"].shape[1], nhash)
+    for k in ("vals", "rel", "tag", "new", "cnt"):
+        out[k][:count] = N[k][:count]
+    K.rebuild_hashes(HD, out["head"], out["next"], out["vals"], out["rel"], out["new"], count,
+                     full_hash)
+    return out
+
+
+def _result(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
+            delta: dict[str, RunSet], N: dict[str, np.ndarray], st: np.ndarray, status: int,
+            rder: np.ndarray, reval: np.ndarray, counting: bool, be: Any) -> SmallResult:
+    """The versions after the last complete round: ``prev`` = I \\ Δ and Δ = N[tag = t]."""
+    count = int(st[K.ST_COUNT])
+    rounds = int(st[K.ST_ROUND])
+    rel = N["rel"][:count]
+    tag = N["tag"][:count]
+    new = N["new"][:count] == 1
+    out_prev, out_delta = dict(prev), dict(delta)
+    counts: list[tuple[str, RowSet, Any]] = []
+    for i, r in enumerate(sp.rels):
+        a = sp.arity[r]
+        mine = rel == i
+        if rounds > 0:
+            mid = np.flatnonzero(mine & new & (tag >= 1) & (tag < rounds))
+            last = np.flatnonzero(mine & new & (tag == rounds))
+            base = store[r]
+            mid_rs = _rows(be, N["vals"], mid, a)
+            p = base.append(mid_rs) if len(mid_rs) else base
+            d = _rows(be, N["vals"], last, a)
+            out_prev[r] = p
+            out_delta[r] = RunSet.of(d)
+        if counting:
+            sel = np.flatnonzero(mine & (N["cnt"][:count] > 0))
+            if len(sel):
+                cols = tuple(be.asarray(N["vals"][sel, c]) for c in range(a))
+                d, cnt = RowSet.from_columns(be, cols, a, len(sel), return_counts=True,
+                                             weights=be.asarray(N["cnt"][sel]))
+                counts.append((r, d, cnt))
+    return SmallResult(out_prev, out_delta, rounds, status == K.OVERFLOW,
+                       {i: int(v) for i, v in enumerate(rder) if v},
+                       {i: int(v) for i, v in enumerate(reval) if v}, counts)
+
+
+def _rows(be: Any, vals: np.ndarray, sel: np.ndarray, arity: int) -> RowSet:
+    if len(sel) == 0:
+        return RowSet.empty(be, arity)
+    cols = tuple(be.asarray(vals[sel, c]) for c in range(arity))
+    return RowSet.from_columns(be, cols, arity, len(sel))

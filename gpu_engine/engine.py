@@ -23,6 +23,7 @@ import numpy as np
 from kernels.backend import INDEX, Backend
 
 from . import small_rounds
+from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
 from .rowset import RowSet
@@ -36,14 +37,6 @@ ProgressHook = Callable[[str, int, int], None]
 
 
 @dataclass
-class Counters:
-    """Derivation counters aligned with a relation's rows."""
-
-    nonrec: Any
-    rec: Any
-
-
-@dataclass
 class Engine:
     """Holds a program's relations on one backend and materialises them."""
 
@@ -51,7 +44,7 @@ class Engine:
     be: Backend
     symbols: SymbolTable
     counting: bool | int = False  # False/0: none, 1: c_nr only, True/2: c_nr and c_r
-    explicit: dict[str, RowSet] = field(default_factory=dict)
+    explicit: dict[str, RunSet] = field(default_factory=dict)  # E, per relation
     store: dict[str, RunSet] = field(default_factory=dict)
     counters: dict[str, Counters] = field(default_factory=dict)
     progress: ProgressHook | None = None
@@ -65,8 +58,8 @@ class Engine:
         self.counted_with = "off"  # modules setting the recursive counters were kept under
         self.set_modules(self.modules)
         for name, rel in self.program.relations.items():
-            self.explicit.setdefault(name, RowSet.empty(self.be, rel.arity))
-        self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
+            self.explicit.setdefault(name, RunSet.empty(self.be, rel.arity))
+        self.store = dict(self.explicit)
         self.materialised = False
 
     def set_modules(self, modules: str) -> None:
@@ -111,8 +104,9 @@ class Engine:
         if len(dev) != rel.arity:
             raise ValueError(f"{relation} has arity {rel.arity}, got {len(dev)} columns")
         n = n_rows if rel.arity == 0 else (len(dev[0]) if dev else 0)
-        union, delta, _ = self.explicit[relation].add(dev, n_rows=n)
-        self.explicit[relation] = union
+        cur = self.explicit[relation]
+        delta = cur.new_rows(RowSet.from_columns(self.be, dev, rel.arity, n_rows=n))
+        self.explicit[relation] = cur.append(delta)
         self.materialised = False
         return len(delta)
 
@@ -135,7 +129,8 @@ class Engine:
     def _materialise(self) -> MaterialisationStats:
         t0 = time.perf_counter()
         stats = MaterialisationStats(device=self.be.name)
-        self.store = {n: RunSet.of(rs) for n, rs in self.explicit.items()}
+        self.explicit = {n: rs.compacted() for n, rs in self.explicit.items()}
+        self.store = dict(self.explicit)
         self.counters = {}
         self.module_state = {}
         self._compact_floor: dict[str, int] = {}
@@ -329,14 +324,14 @@ class Engine:
             self.store[name] = RunSet.of(final)
             nonrec = xp.zeros(len(final), dtype=INDEX)
             rec = xp.zeros(len(final), dtype=INDEX)
-            e = self.explicit[name]
+            e = self.explicit[name].compact()
             if len(e):
                 nonrec[final.positions(e.cols)] += 1
             for d, cnt, recursive in self._count_log.get(name, []):
                 if len(d):
                     target = rec if recursive else nonrec
                     target[final.positions(d.cols)] += cnt  # distinct positions per entry
-            self.counters[name] = Counters(nonrec, rec)
+            self.counters[name] = Counters.single(nonrec, rec)
         self._count_log = {}
 
     # --- access -------------------------------------------------------------------------
@@ -351,15 +346,14 @@ class Engine:
 
     def explicit_columns(self, name: str) -> tuple[np.ndarray, ...]:
         """The explicit facts E of ``name`` as host int64 columns (sorted)."""
-        return tuple(self.be.to_host(c) for c in self.explicit[name].cols)
+        return tuple(self.be.to_host(c) for c in self.explicit[name].compact().cols)
 
     def counter_arrays(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(c_nr, c_r) as host arrays aligned with :meth:`columns` (needs counters)."""
+        """(c_nr, c_r) as host arrays (copies) aligned with :meth:`columns`."""
         if name not in self.counters:
             raise RuntimeError("no derivation counters: materialise with counting enabled")
-        self.store[name] = self.store[name].compacted()
-        c = self.counters[name]
-        return self.be.to_host(c.nonrec), self.be.to_host(c.rec)
+        _, nr, r = flat(self.store[name], self.counters[name])
+        return self.be.to_host(nr), self.be.to_host(r)
 
     def install_state(self, explicit: dict[str, tuple[tuple[np.ndarray, ...], int]],
                       materialised: dict[str, tuple[tuple[np.ndarray, ...], int]],
@@ -373,7 +367,7 @@ class Engine:
 
         for name, rel in self.program.relations.items():
             cols, n = explicit.get(name, ((), 0))
-            self.explicit[name] = rows(cols, n, rel.arity) if n else RowSet.empty(
+            self.explicit[name] = RunSet.of(rows(cols, n, rel.arity)) if n else RunSet.empty(
                 self.be, rel.arity)
             cols, n = materialised.get(name, ((), 0))
             self.store[name] = RunSet.of(rows(cols, n, rel.arity)) if n else RunSet.empty(
@@ -386,7 +380,7 @@ class Engine:
                 nr, r = counters.get(name, (np.zeros(m), np.zeros(m)))
                 if len(nr) != m or len(r) != m:
                     raise ValueError(f"counters of {name} do not match its {m} facts")
-                self.counters[name] = Counters(self.be.asarray(nr), self.be.asarray(r))
+                self.counters[name] = Counters.single(self.be.asarray(nr), self.be.asarray(r))
         self.materialised = True
 
 

@@ -34,7 +34,7 @@ class Update:
     ev: RuleEvaluator
     state: UpdateState
     strata: list[Stratum]
-    explicit: dict[str, RowSet]
+    explicit: dict[str, RunSet]
     e_minus: dict[str, RowSet]
     e_plus: dict[str, RowSet]
     arity: dict[str, int]

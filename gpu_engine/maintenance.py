@@ -32,8 +32,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kernels.backend import INDEX
-
 from .rowset import RowSet
 from .stats import UpdateStats
 from .update_state import UpdateState
@@ -85,9 +83,10 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             if len(ep):
                 ep = ep.select(~e.has(ep))  # E⁺ \ E
             e_minus[name], e_plus[name] = em, ep
-            if len(em) or len(ep):  # E' = (E \ E⁻) ∪ E⁺, linear in |E|
-                gone = e.positions(em.cols) if len(em) else engine.be.xp.zeros(0, dtype=INDEX)
-                new_e[name] = e.replaced(gone, ep)[0]
+            if len(em) or len(ep):  # E' = (E \ E⁻) ∪ E⁺: a tombstone set and a run
+                ne = e.without(em) if len(em) else e
+                ne = ne.append(ep) if len(ep) else ne
+                new_e[name] = ne.compacted() if ne.worth_compacting() else ne
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
         if alg.startswith("remat"):
@@ -169,11 +168,10 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     engine.materialised = True
     engine.module_state = modules  # other algorithms leave no module state behind
     if alg == "dredc" and engine.module_plans and level >= 2:
-        xp = engine.be.xp
         for name in engine.modular_relations():  # c_r of modular strata: not kept
             c = engine.counters.get(name)
             if c is not None:
-                engine.counters[name] = type(c)(c.nonrec, xp.zeros_like(c.nonrec))
+                engine.counters[name] = c.without_rec(engine.be)
         engine.counted_with = "auto"
 
 

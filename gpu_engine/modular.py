@@ -118,7 +118,7 @@ def rebuild(engine: Any, s: Stratum, plans: list[ModulePlan]) -> list[Module]:
     for m in mods:
         if isinstance(m, TCModule):
             R = m.relation
-            parts = [engine.explicit[R]]
+            parts = [engine.explicit[R].compact()]
             tc_rule = next(p.rules[0] for p in plans if p.relation == R)
             for rule in s.rules:
                 if rule.head.relation != R or rule is tc_rule:

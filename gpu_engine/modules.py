@@ -175,6 +175,8 @@ def view_rows(be: Backend, view: View) -> RowSet:
     for inc in view.include:
         for run in inc.runs:
             keep = be.xp.ones(len(run), dtype=bool)
+            for d in inc.dead:
+                keep &= ~d.contains(run.cols)
             for ex in view.exclude:
                 keep &= ~ex.contains(run.cols, len(run))
             part = run.select(keep)

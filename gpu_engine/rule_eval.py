@@ -141,6 +141,8 @@ class RuleEvaluator:
 
     def _join(self, b: Bindings, atom: Atom, src: Source, needed: set[str]):
         be = self.be
+        if isinstance(src, RunSet) and src.dead:
+            src = View.of(src)
         consts: list[tuple[int, int]] = []
         equal: list[tuple[int, int]] = []
         key_pos: list[int] = []
@@ -162,8 +164,10 @@ class RuleEvaluator:
                                    atom.loc)
         keep_old = [v for v in b.cols if v in needed]
         keep_new = [(v, p) for v, p in new_vars.items() if v in needed]
-        excluded = src.exclude if isinstance(src, View) else ()
-        for run in src.runs:  # the runs are disjoint: their join outputs simply add up
+        view_excl = src.exclude if isinstance(src, View) else ()
+        parts = src.parts if isinstance(src, View) else ((r, ()) for r in src.runs)
+        for run, dead in parts:  # live rows of the runs are disjoint: outputs add up
+            excluded = (*view_excl, *(RunSet.of(d) for d in dead))
             idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
             lo, counts = self._probe(idx, probe_cols, b.n)
             for pi, bpos in J.join_chunks(be, lo, counts):
@@ -259,7 +263,11 @@ class RuleEvaluator:
                 probe.append(col)
                 valid = ok if valid is None else valid & ok
         xp = self.be.xp
+        if isinstance(rel, RunSet) and rel.dead:
+            rel = View.of(rel)
         excluded = rel.excluded_runs if isinstance(rel, View) else ()
+        if isinstance(rel, View):  # tombstones: subsets of their relation's runs
+            excluded = (*excluded, *(d for inc in rel.include for d in inc.dead))
         if not excluded:
             hit = xp.zeros(b.n, dtype=bool)
             for run in rel.runs:

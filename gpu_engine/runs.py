@@ -6,6 +6,14 @@ long chains of small deltas); instead a delta becomes a new run and the smallest
 are merged while a run is not at least ``FACTOR`` times larger than the next one, so a
 relation of n rows has O(log n) runs and every row is copied O(log n) times.  Runs are
 immutable, so their join indexes stay cached from round to round.
+
+A committed relation may also hold tombstones (``dead``): row sets of facts deleted from
+its runs, which stay in place until enough changes have accumulated to make a rewrite
+cheap per change (:meth:`RunSet.worth_compacting`).  An update then costs what it
+changes: deleting facts adds a tombstone set, adding facts adds a small run (a deleted
+fact that comes back leaves its tombstone set), and the large runs keep their rows,
+their positions (so counters aligned with them are updated in place) and their cached
+join indexes.  Readers treat a tombstone set as an excluded set of a view.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from .rowset import RowSet
 
 FACTOR = 4
 SMALL = 1024  # runs below this size are merged eagerly
+COMPACT_SHARE = 8  # rewrite a relation once tombstones and small runs pass 1/8 of it
+MAX_RUNS = 16
 
 
 @dataclass(frozen=True)
@@ -26,6 +36,7 @@ class RunSet:
     be: Backend
     arity: int
     runs: tuple[RowSet, ...]
+    dead: tuple[RowSet, ...] = ()  # disjoint row sets of deleted rows of the runs
 
     @staticmethod
     def empty(be: Backend, arity: int) -> RunSet:
@@ -36,7 +47,8 @@ class RunSet:
         return RunSet(rs.be, rs.arity, (rs,) if len(rs) else ())
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n", sum(r.n for r in self.runs))
+        object.__setattr__(self, "n", sum(r.n for r in self.runs)
+                           - sum(d.n for d in self.dead))
 
     def __len__(self) -> int:
         return self.n  # type: ignore[attr-defined]
@@ -47,7 +59,20 @@ class RunSet:
         mask = xp.zeros(n, dtype=bool)
         for r in self.runs:
             mask |= r.contains(cols) if self.arity else xp.full(n, bool(len(r)), dtype=bool)
+        if self.dead:
+            mask &= ~self._in_dead(cols, n)
         return mask
+
+    def has(self, rows: RowSet) -> Any:
+        """Mask over ``rows`` (same arity): which are in the relation."""
+        return self.contains(rows.cols, len(rows))
+
+    def _in_dead(self, cols: tuple[Any, ...], n: int) -> Any:
+        xp = self.be.xp
+        out = xp.zeros(n, dtype=bool)
+        for d in self.dead:
+            out |= d.contains(cols) if self.arity else xp.full(n, bool(len(d)), dtype=bool)
+        return out
 
     def new_rows(self, d: RowSet) -> RowSet:
         """The rows of the sorted set ``d`` that are not in the relation.
@@ -57,7 +82,7 @@ class RunSet:
         """
         if not self.runs or len(d) == 0:
             return d
-        if self.arity == 0:
+        if self.arity == 0 or self.dead:
             return d.select(~self.contains(d.cols, len(d)))
         lo, hi = d.first_column_range()
         mask = None
@@ -70,15 +95,56 @@ class RunSet:
         return d if mask is None else d.select(~mask)
 
     def append(self, d: RowSet) -> RunSet:
-        """Add a run of rows disjoint from the relation, then restore the size invariant."""
+        """Add a run of rows disjoint from the relation, then restore the size invariant.
+        Rows of ``d`` under a tombstone come back in place (their tombstone is lifted)."""
         if len(d) == 0:
             return self
+        dead = self.dead
+        if dead:
+            back = self._in_dead(d.cols, len(d))
+            if bool(back.any()):
+                dead = self._lift(d.select(back))
+                d = d.select(~back)
+                if len(d) == 0:
+                    return RunSet(self.be, self.arity, self.runs, dead)
         runs = list(self.runs) + [d]
         while len(runs) > 1 and (len(runs[-2]) < FACTOR * len(runs[-1])
                                  or len(runs[-2]) < SMALL):
             last = runs.pop()
             runs[-1] = runs[-1].merge(last)
-        return RunSet(self.be, self.arity, tuple(runs))
+        return RunSet(self.be, self.arity, tuple(runs), dead)
+
+    def _lift(self, back: RowSet) -> tuple[RowSet, ...]:
+        """The tombstone sets without the rows of ``back``."""
+        if self.arity == 0:
+            return ()
+        out = []
+        for x in self.dead:
+            y = x.select(~back.contains(x.cols)) if len(x) else x
+            if len(y):
+                out.append(y)
+        return tuple(out)
+
+    def without(self, rows: RowSet) -> RunSet:
+        """The relation without ``rows`` (live rows of it): a tombstone set, no copy."""
+        if len(rows) == 0:
+            return self
+        dead = (*self.dead, rows)
+        if len(dead) > 4:  # keep few tombstone sets (each small: one per update)
+            merged = dead[0]
+            for x in dead[1:]:
+                merged = merged.merge(x)
+            dead = (merged,)
+        return RunSet(self.be, self.arity, self.runs, dead)
+
+    def worth_compacting(self) -> bool:
+        """Whether tombstones and small runs have grown enough (an eighth of the largest
+        run) that rewriting the relation as one run costs O(1) per change."""
+        if not self.dead and len(self.runs) <= 1:
+            return False
+        big = max((len(r) for r in self.runs), default=0)
+        small = sum(len(r) for r in self.runs) - big + sum(len(x) for x in self.dead)
+        return COMPACT_SHARE * small > big or len(self.runs) > MAX_RUNS
 
     def compact(self) -> RowSet:
         """All rows as one sorted run."""
@@ -87,7 +153,11 @@ class RunSet:
         out = self.runs[0]
         for r in self.runs[1:]:
             out = out.merge(r)
+        for x in self.dead:
+            out = out.minus(x) if self.arity else RowSet.empty(self.be, 0)
         return out
 
     def compacted(self) -> RunSet:
-        return self if len(self.runs) <= 1 else RunSet.of(self.compact())
+        if len(self.runs) <= 1 and not self.dead:
+            return self
+        return RunSet.of(self.compact())

@@ -189,6 +189,8 @@ class _Tables:
                    consts: tuple[tuple[int, int], ...], equal: tuple[tuple[int, int], ...]
                    ) -> tuple[int, int] | None:
         """Index entries of every run of ``runs`` (None: a ranked index)."""
+        if runs.dead:  # tombstones: not in the interpreter (the array path handles them)
+            return None
         first = len(self.IX)
         for run in runs.runs:
             idx = run.index(key_pos, consts, equal)
@@ -420,6 +422,8 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
     full_hash = np.zeros(len(sp.rels), dtype=np.int64)
     for r, i in rel_id.items():
         first = len(t.IX)
+        if prev[r].dead or store[r].dead:
+            return None
         for run in prev[r].runs:
             if sp.arity[r] > 1 and run.spec is None:
                 return None

@@ -9,11 +9,17 @@ modified while the update runs) and, as run sets disjoint from each other:
 * ``gone`` = ``D \\ A``: facts of ``I`` that are not in the new materialisation.
 
 so that the versions the algorithms read are views over stored runs:
-``I``, ``I \\ (D \\ A)``, ``I ∪ A`` and ``(I \\ D) ∪ A``.  Counters are working copies
-of ``c_nr`` / ``c_r`` aligned with ``I``'s rows (copied on first write), plus a log of
-increments for facts outside ``I``.  :meth:`UpdateState.commit` builds the new
-relations and counters; nothing of the engine changes before it, so an update that
-fails leaves the engine as it was.
+``I``, ``I \\ (D \\ A)``, ``I ∪ A`` and ``(I \\ D) ∪ A``.  Counter changes of facts in
+``I`` are kept as a small overlay (distinct rows with their summed increments) over the
+engine's counters, increments of facts outside ``I`` as a log.
+
+:meth:`UpdateState.commit` makes the new relations and counters at the cost of the
+change, not of the relations: ``D \\ A`` becomes a tombstone set of ``I``, ``A \\ I`` a
+new run (``runs.RunSet``), and the overlay is added to the counters in place, as the
+last step (nothing of the engine changes before it, so an update that fails before its
+commit leaves the engine as it was).  A relation whose tombstones and small runs have
+grown past an eighth of its largest run is rewritten as one run then (amortised O(1) per
+change).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from kernels.backend import INDEX, Backend
 
+from . import counters as C
 from .rowset import RowSet
 from .rule_eval import RuleOutput
 from .runs import RunSet
@@ -31,13 +38,14 @@ from .views import View
 
 @dataclass
 class RelState:
-    I: RowSet  # noqa: E741 - the paper's name
+    I: RunSet  # noqa: E741 - the paper's name
     D: RunSet
     A_old: RunSet
     A_new: RunSet
     gone: RunSet
-    nr: Any = None  # working c_nr aligned with I (None: unchanged)
-    r: Any = None
+    # counter increments of facts of I so far: (distinct rows, summed increments), for
+    # c_nr (key False) and c_r (key True)
+    overlay: dict[bool, tuple[RowSet, Any]] = field(default_factory=dict)
     new_log: list[tuple[RowSet, Any, bool]] = field(default_factory=list)
 
 
@@ -53,29 +61,29 @@ class UpdateState:
         self.touched: set[str] = set()  # relations whose D or A is not empty
         for name, runs in store.items():
             empty = RunSet.empty(be, runs.arity)
-            self.rel[name] = RelState(runs.compact(), empty, empty, empty, empty)
+            self.rel[name] = RelState(runs, empty, empty, empty, empty)
 
     # --- views (paper 000's versions of the materialisation) ----------------------------
 
     def old(self, name: str) -> View:
         """``I``."""
         s = self.rel[name]
-        return View(s.I.arity, (RunSet.of(s.I),))
+        return View.of(s.I)
 
     def mid(self, name: str) -> View:
         """``I \\ (D \\ A)``."""
         s = self.rel[name]
-        return View(s.I.arity, (RunSet.of(s.I),)).minus(s.gone)
+        return View.of(s.I).minus(s.gone)
 
     def old_plus(self, name: str) -> View:
         """``I ∪ A``."""
         s = self.rel[name]
-        return View(s.I.arity, (RunSet.of(s.I),)).plus(s.A_new)
+        return View.of(s.I).plus(s.A_new)
 
     def new(self, name: str) -> View:
         """``(I \\ D) ∪ A``."""
         s = self.rel[name]
-        return View(s.I.arity, (RunSet.of(s.I),)).plus(s.A_new).minus(s.gone)
+        return View.of(s.I).plus(s.A_new).minus(s.gone)
 
     def removed(self, name: str) -> RunSet:
         """``D \\ A`` (final once the relation's stratum is done)."""
@@ -127,11 +135,19 @@ class UpdateState:
     def counter(self, name: str, rows: RowSet, recursive: bool) -> Any:
         """Current ``c_r`` (``recursive``) or ``c_nr`` of rows of ``I``."""
         s = self.rel[name]
-        arr = s.r if recursive else s.nr
-        if arr is None:
-            c = self.counters[name]
-            arr = c.rec if recursive else c.nonrec
-        return arr[s.I.positions(rows.cols)]
+        c = self.counters[name]
+        out = C.values(s.I, c.rec if recursive else c.nonrec, rows)
+        ov = s.overlay.get(recursive)
+        if ov is not None and len(rows):
+            orows, inc = ov
+            hit = orows.has(rows)
+            if bool(hit.any()):
+                idx = self.be.xp.flatnonzero(hit)
+                if rows.arity:
+                    out[idx] += inc[orows.positions(tuple(col[idx] for col in rows.cols))]
+                else:
+                    out[idx] += inc[0]
+        return out
 
     def bump(self, name: str, rows: RowSet, counts: Any, recursive: bool, sign: int) -> None:
         """Add ``sign * counts`` to the counters of ``rows`` (``C[F] := C[F] ± 1`` of
@@ -146,13 +162,8 @@ class UpdateState:
             inside, cin = rows.select(in_i), counts[in_i]
             outside = (rows.select(~in_i), counts[~in_i])
         if len(inside):
-            attr = "r" if recursive else "nr"
-            arr = getattr(s, attr)
-            if arr is None:
-                c = self.counters[name]
-                arr = (c.rec if recursive else c.nonrec).copy()
-                setattr(s, attr, arr)
-            arr[s.I.positions(inside.cols)] += sign * cin
+            s.overlay[recursive] = _accumulate(self.be, inside.arity, s.overlay.get(recursive),
+                                               inside, sign * cin)
         if outside is not None:
             if sign < 0:
                 raise AssertionError(f"decrement of a counter of a fact not in {name}")
@@ -160,57 +171,96 @@ class UpdateState:
 
     # --- the end of the update -------------------------------------------------------
 
-    def commit(self, explicit_only: dict[str, RowSet] | None = None
+    def commit(self, explicit_only: dict[str, RunSet] | None = None
                ) -> tuple[dict[str, RunSet], dict[str, Any]]:
         """The new materialisation ``(I \\ D) ∪ A`` and its counters, per relation.
 
         ``explicit_only`` maps relations that no rule derives to their new explicit facts:
-        their materialisation is E itself (shared, not rebuilt) and their counters are
-        c_nr = 1, c_r = 0, so a small update costs no second pass over a large EDB."""
-        from .engine import Counters
-
+        their materialisation is E itself (shared) and their counters are c_nr = 1,
+        c_r = 0 (new arrays only for new runs), so a small update costs no pass over a
+        large EDB.  Counter arrays of runs that stay are updated in place, last."""
         xp = self.be.xp
         store: dict[str, RunSet] = {}
         counters: dict[str, Any] = {}
+        in_place: list[tuple[str, bool, RowSet, Any]] = []
         explicit_only = explicit_only or {}
         for name, e in explicit_only.items():
-            store[name] = RunSet.of(e)
-            if self.counters.get(name) is not None:
-                counters[name] = Counters(xp.ones(len(e), dtype=INDEX),
-                                          xp.zeros(len(e), dtype=INDEX))
+            store[name] = e
+            c = self.counters.get(name)
+            if c is not None:
+                old = {id(run): k for k, run in enumerate(self.rel[name].I.runs)}
+                nr, r = [], []
+                for run in e.runs:
+                    k = old.get(id(run))
+                    nr.append(c.nonrec[k] if k is not None else xp.ones(len(run), dtype=INDEX))
+                    r.append(c.rec[k] if k is not None else xp.zeros(len(run), dtype=INDEX))
+                counters[name] = C.Counters(tuple(nr), tuple(r))
         for name, s in self.rel.items():
             if name in explicit_only:
                 continue
             c = self.counters.get(name)
-            nr = s.nr if s.nr is not None else (c.nonrec if c is not None else None)
-            r = s.r if s.r is not None else (c.rec if c is not None else None)
-            if len(s.gone) == 0 and len(s.A_new) == 0:
-                store[name] = RunSet.of(s.I)
+            if len(s.gone) == 0 and len(s.A_new) == 0 and not s.overlay:
+                store[name] = s.I
                 if c is not None:
-                    counters[name] = Counters(nr, r)
+                    counters[name] = c
                 continue
-            gone = s.gone.compact()
-            remove = s.I.positions(gone.cols) if len(gone) else xp.zeros(0, dtype=INDEX)
-            merged, pos_k, _ = s.I.replaced(remove, s.A_new.compact())
-            store[name] = RunSet.of(merged)
+            rs = s.I.without(s.gone.compact()) if len(s.gone) else s.I
             if c is None:
+                store[name] = rs.append(s.A_new.compact()) if len(s.A_new) else rs
                 continue
-            keep = xp.ones(s.I.n, dtype=bool)
-            keep[remove] = False
-            if len(merged) == int(keep.sum()):  # nothing added: kept rows stay in order
-                new_nr, new_r = nr[keep], r[keep]
-            else:
-                new_nr = xp.zeros(len(merged), dtype=INDEX)
-                new_r = xp.zeros(len(merged), dtype=INDEX)
-                new_nr[pos_k] = nr[keep]
-                new_r[pos_k] = r[keep]
-            for rows, cnt, recursive in s.new_log:
-                (new_r if recursive else new_nr)[merged.positions(rows.cols)] += cnt
-            counters[name] = Counters(new_nr, new_r)
+            cc = c
+            if len(s.A_new):
+                fresh = s.A_new.compact()
+                nr = xp.zeros(len(fresh), dtype=INDEX)
+                r = xp.zeros(len(fresh), dtype=INDEX)
+                for rows, cnt, recursive in s.new_log:
+                    at = (fresh.positions(rows.cols) if rows.arity
+                          else xp.zeros(len(rows), dtype=INDEX))
+                    (r if recursive else nr)[at] += cnt
+                # (counters of tombstoned rows that come back are overwritten in place:
+                # meaningless entries of the old state)
+                rs, cc = C.append_counted(rs, c, fresh, nr, r)
+            for recursive, (orows, inc) in s.overlay.items():  # facts of I \ D: in place
+                live = rs.has(orows)
+                if not bool(live.all()):
+                    orows, inc = orows.select(live), inc[live]
+                if len(orows):
+                    in_place.append((name, recursive, orows, inc))
+            store[name] = rs
+            counters[name] = cc
+        for name, recursive, rows, inc in in_place:  # the last step: nothing fails after it
+            c = counters[name]
+            parts = C.add_at(store[name], c.rec if recursive else c.nonrec, rows, inc)
+            counters[name] = (C.Counters(c.nonrec, parts) if recursive
+                              else C.Counters(parts, c.rec))
+        for name in list(store):
+            if store[name].worth_compacting():
+                if name in counters:
+                    store[name], counters[name] = C.compacted(store[name], counters[name])
+                else:
+                    store[name] = store[name].compacted()
         if self.level < 2:  # recursive counters are not maintained: report none
             for name, c in counters.items():
-                counters[name] = Counters(c.nonrec, xp.zeros_like(c.nonrec))
+                if any(bool(a.any()) for a in c.rec):
+                    counters[name] = c.without_rec(self.be)
         return store, counters
+
+
+def _accumulate(be: Backend, arity: int, acc: tuple[RowSet, Any] | None, rows: RowSet,
+                inc: Any) -> tuple[RowSet, Any]:
+    """Distinct rows with summed increments: ``acc`` plus (``rows``, ``inc``)."""
+    xp = be.xp
+    if acc is not None and len(acc[0]):
+        cols = tuple(xp.concatenate([a, b]) for a, b in zip(acc[0].cols, rows.cols))
+        w = xp.concatenate([acc[1], inc])
+        n = len(acc[0]) + len(rows)
+    else:
+        cols, w, n = rows.cols, inc, len(rows)
+    if arity == 0:
+        return RowSet(be, (), xp.zeros(1, dtype=INDEX), None, 1), xp.asarray(
+            [int(w.sum())], dtype=INDEX)
+    return RowSet.from_columns(be, cols, arity, n, return_counts=True,
+                               weights=xp.asarray(w, dtype=INDEX))
 
 
 def multiset(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[RowSet, Any]:

@@ -8,7 +8,8 @@ add and what to hide:
 * ``include``: disjoint runs (the old relation's runs plus runs of new facts);
 * ``exclude``: disjoint row sets, each a subset of the included rows.
 
-A fact is in the view iff it is in an included run and in no excluded set.  Joins read
+A fact is in the view iff it is in an included relation (a run of it, not under one of
+its tombstones, see ``runs.RunSet``) and in no excluded set.  Joins read
 the included runs and drop matches that fall into an excluded set; existential
 membership tests (negation) count matches in the included runs and subtract the counts
 in the excluded sets, which is exact because each excluded set is a subset of the
@@ -36,6 +37,13 @@ class View:
     @property
     def runs(self) -> tuple[RowSet, ...]:
         return tuple(r for inc in self.include for r in inc.runs)
+
+    @property
+    def parts(self) -> tuple[tuple[RowSet, tuple[RowSet, ...]], ...]:
+        """Each included run with the tombstone sets of its relation (a tombstone hides a
+        row of its own relation's runs only: a fact deleted from ``I`` and added back in
+        ``A`` is hidden in ``I``'s run and visible in ``A``'s)."""
+        return tuple((r, inc.dead) for inc in self.include for r in inc.runs)
 
     @property
     def excluded_runs(self) -> tuple[RowSet, ...]:

@@ -52,6 +52,7 @@ from reference import (
 )
 from test_fuzz import MAX_TUPLES, table_rows
 
+import gpu_engine.runs as runs_mod
 from host.reasoner import ProgramError, Reasoner
 
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
@@ -237,14 +238,27 @@ def run_sequence(
     """Materialise, apply 1-4 generated updates, each with an algorithm drawn from
     ``algorithms`` (None: the engine's default), and check after each one. Counting on a
     recursive program must be refused without changing anything (the sequence goes on)."""
-    explicit = explicit_facts(program)
-    expected = reference(program)
     note(describe(program))
     if modules is None:
         modules = data.draw(st.sampled_from(["auto", "off"]), label="modules")
     r = Reasoner(render_program(program), device=device, counting=True, modules=modules)
     if data.draw(st.booleans(), label="compact every rule output"):
         r.engine.evaluator.compact_rows = 0  # the memory bound of large rounds, always on
+    lazy = data.draw(st.booleans(), label="keep tombstones and small runs")
+    saved = (runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL)
+    if lazy:  # relations keep many runs and are never rewritten as one
+        runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = 0, 1 << 30, 1
+    try:
+        _run_updates(r, program, data, algorithms, device)
+    finally:
+        runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = saved
+
+
+def _run_updates(r: Reasoner, program: Program, data: st.DataObject,
+                 algorithms: tuple[str | None, ...], device: str) -> None:
+    """The body of :func:`run_sequence` once the reasoner is set up."""
+    explicit = explicit_facts(program)
+    expected = reference(program)
     for name, facts in engine_facts(program).items():
         r.add_facts(name, facts)
     r.materialise()

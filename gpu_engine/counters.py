@@ -1,0 +1,177 @@
+"""Derivation counters (c_nr, c_r of paper 000 §4) aligned with a relation's runs.
+
+A relation is a :class:`~gpu_engine.runs.RunSet`: a few sorted runs, possibly with
+tombstones.  Its counters are one array per run, aligned with the run's rows (the entries
+of tombstoned rows are meaningless), so that an update changes counters in place at the
+positions it touches and adds arrays for the runs it adds: it never copies the counters
+of a large run.  :func:`append_counted` adds a run the way :meth:`RunSet.append` does
+(lifting tombstones of facts that come back, merging runs to keep their sizes
+geometric) and moves the counters along; :func:`compacted` rewrites a relation and its
+counters as one run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.backend import INDEX, Backend
+
+from . import runs as R
+from .rowset import RowSet
+from .runs import RunSet
+
+
+@dataclass
+class Counters:
+    """``c_nr`` and ``c_r``: one array per run of the relation, aligned with its rows."""
+
+    nonrec: tuple[Any, ...]
+    rec: tuple[Any, ...]
+
+    @staticmethod
+    def single(nonrec: Any, rec: Any) -> Counters:
+        """Counters of a relation held as one run (``RunSet.of``: none when empty)."""
+        if len(nonrec) == 0:
+            return Counters((), ())
+        return Counters((nonrec,), (rec,))
+
+    def without_rec(self, be: Backend) -> Counters:
+        """The same ``c_nr`` with every ``c_r`` zero."""
+        return Counters(self.nonrec, tuple(be.xp.zeros_like(a) for a in self.nonrec))
+
+
+def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
+    """Where live rows of ``rs`` lie: (run index, indexes into ``rows``, positions in the
+    run) for every run holding some of them."""
+    xp = rs.be.xp
+    out = []
+    if rs.arity == 0:
+        return [(0, xp.zeros(len(rows), dtype=INDEX), xp.zeros(len(rows), dtype=INDEX))] \
+            if len(rows) and rs.runs else []
+    left = None
+    for i, run in enumerate(rs.runs):
+        if len(rs.runs) == 1:
+            idx = xp.arange(len(rows), dtype=INDEX)
+        else:
+            m = run.contains(rows.cols)
+            if left is not None:
+                m &= left
+            idx = xp.flatnonzero(m).astype(INDEX)
+            if len(idx) == 0:
+                continue
+            left = ~m if left is None else left & ~m
+        sel = rows.cols if len(idx) == len(rows) else tuple(c[idx] for c in rows.cols)
+        out.append((i, idx, run.positions(sel)))
+    return out
+
+
+def values(rs: RunSet, parts: tuple[Any, ...], rows: RowSet) -> Any:
+    """The counters of live rows of ``rs`` (aligned with ``rows``)."""
+    xp = rs.be.xp
+    out = xp.zeros(len(rows), dtype=INDEX)
+    for i, idx, pos in locate(rs, rows):
+        out[idx] = parts[i][pos]
+    return out
+
+
+def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any
+           ) -> tuple[Any, ...]:
+    """``parts += deltas`` at the positions of ``rows`` (live rows of ``rs``), in place
+    (an array that is not writeable, e.g. mapped from a store, is copied first)."""
+    out = list(parts)
+    for i, idx, pos in locate(rs, rows):
+        out[i] = _writeable(out[i])
+        out[i][pos] += deltas[idx]
+    return tuple(out)
+
+
+def set_at(rs: RunSet, parts: list[Any], rows: RowSet, vals: Any) -> None:
+    """``parts[i] := vals`` at the positions of ``rows`` (rows of the runs), in place."""
+    for i, idx, pos in locate(RunSet(rs.be, rs.arity, rs.runs), rows):
+        parts[i] = _writeable(parts[i])
+        parts[i][pos] = vals[idx]
+
+
+def _writeable(a: Any) -> Any:
+    flags = getattr(a, "flags", None)
+    return a.copy() if flags is not None and not flags.writeable else a
+
+
+def append_counted(rs: RunSet, c: Counters, d: RowSet, nr: Any, r: Any
+                   ) -> tuple[RunSet, Counters]:
+    """``rs`` plus the rows ``d`` (not live in ``rs``) with counters ``nr``/``r``, and the
+    counters of the result.  Rows under a tombstone come back in place (their counters
+    are overwritten there); the others form a new run, merged with the smaller runs as
+    :meth:`RunSet.append` does, the counters moved along."""
+    be, xp = rs.be, rs.be.xp
+    nonrec, rec = list(c.nonrec), list(c.rec)
+    if len(d) and rs.dead:
+        back = rs._in_dead(d.cols, len(d))
+        if bool(back.any()):
+            b = d.select(back)
+            set_at(rs, nonrec, b, nr[back])
+            set_at(rs, rec, b, r[back])
+            rs = RunSet(be, rs.arity, rs.runs, rs._lift(b))
+            keep = ~back
+            d, nr, r = d.select(keep), nr[keep], r[keep]
+    if len(d) == 0:
+        return rs, Counters(tuple(nonrec), tuple(rec))
+    runs = list(rs.runs) + [d]
+    nonrec.append(nr)
+    rec.append(r)
+    while len(runs) > 1 and (len(runs[-2]) < R.FACTOR * len(runs[-1])
+                             or len(runs[-2]) < R.SMALL):
+        last, prev = runs.pop(), runs[-1]
+        merged = prev.merge(last)
+        pa, pb = _merge_positions(merged, prev, last)
+        for parts in (nonrec, rec):
+            lv, pv = parts.pop(), parts[-1]
+            out = xp.zeros(len(merged), dtype=INDEX)
+            out[pa] = pv
+            out[pb] = lv
+            parts[-1] = out
+        runs[-1] = merged
+    return RunSet(be, rs.arity, tuple(runs), rs.dead), Counters(tuple(nonrec), tuple(rec))
+
+
+def _merge_positions(merged: RowSet, a: RowSet, b: RowSet) -> tuple[Any, Any]:
+    xp = merged.be.xp
+    if merged.arity == 0:
+        z = xp.zeros(len(a), dtype=INDEX)
+        return z, xp.zeros(len(b), dtype=INDEX)
+    return merged.positions(a.cols), merged.positions(b.cols)
+
+
+def compacted(rs: RunSet, c: Counters) -> tuple[RunSet, Counters]:
+    """The relation as one run of its live rows, with its counters."""
+    if len(rs.runs) <= 1 and not rs.dead:
+        return rs, c
+    be, xp = rs.be, rs.be.xp
+    final = rs.compact()
+    nr = xp.zeros(len(final), dtype=INDEX)
+    r = xp.zeros(len(final), dtype=INDEX)
+    if len(final):
+        for run, pn, pr in zip(rs.runs, c.nonrec, c.rec):
+            if len(run) == 0:
+                continue
+            if rs.dead:
+                live = ~RunSet(be, rs.arity, (), rs.dead)._in_dead(run.cols, len(run))
+                if not bool(live.all()):
+                    run, pn, pr = run.select(live), pn[live], pr[live]
+                if len(run) == 0:
+                    continue
+            pos = final.positions(run.cols) if rs.arity else xp.zeros(len(run), dtype=INDEX)
+            nr[pos] = pn
+            r[pos] = pr
+    return RunSet.of(final), Counters.single(nr, r)
+
+
+def flat(rs: RunSet, c: Counters) -> tuple[RowSet, Any, Any]:
+    """The live rows as one sorted run and their counters (copies)."""
+    one, cc = compacted(rs, c)
+    row = one.runs[0] if one.runs else RowSet.empty(rs.be, rs.arity)
+    if not one.runs:
+        z = rs.be.xp.zeros(0, dtype=INDEX)
+        return row, z, z
+    return row, cc.nonrec[0].copy(), cc.rec[0].copy()

@@ -94,8 +94,8 @@ def set_at(rs: RunSet, parts: list[Any], rows: RowSet, vals: Any) -> None:
 
 
 def _writeable(a: Any) -> Any:
-    flags = getattr(a, "flags", None)
-    return a.copy() if flags is not None and not flags.writeable else a
+    writeable = getattr(getattr(a, "flags", None), "writeable", True)  # (CuPy: no such flag)
+    return a if writeable else a.copy()
 
 
 def append_counted(rs: RunSet, c: Counters, d: RowSet, nr: Any, r: Any

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,43 +29,70 @@ from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
 from .small_rounds import SmallPlan, SmallResult, run_small, small_plan
+from .state import EngineState
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
 
 ProgressHook = Callable[[str, int, int], None]
 
 
-@dataclass
+def _state_field(name: str) -> property:
+    """An attribute of the engine that lives in its :class:`EngineState`."""
+    def get(self: Engine) -> Any:
+        return getattr(self.state, name)
+
+    def put(self: Engine, value: Any) -> None:
+        setattr(self.state, name, value)
+
+    return property(get, put, doc=f"``state.{name}``")
+
+
 class Engine:
-    """Holds a program's relations on one backend and materialises them."""
+    """Holds a program's relations on one backend and materialises them.
 
-    program: Program
-    be: Backend
-    symbols: SymbolTable
-    counting: bool | int = False  # False/0: none, 1: c_nr only, True/2: c_nr and c_r
-    explicit: dict[str, RunSet] = field(default_factory=dict)  # E, per relation
-    store: dict[str, RunSet] = field(default_factory=dict)
-    counters: dict[str, Counters] = field(default_factory=dict)
-    progress: ProgressHook | None = None
-    modules: str = "auto"  # "auto": TC/STC modules where rules match (paper 002); "off"
+    What makes up the materialisation lives in one :class:`EngineState` (``state``);
+    ``explicit``, ``store``, ``counters``, ``counting``, ``materialised``, ``modules``,
+    ``counted_with`` and ``module_state`` are views of its fields."""
 
-    def __post_init__(self) -> None:
+    explicit = _state_field("explicit")
+    store = _state_field("store")
+    counters = _state_field("counters")
+    counting = _state_field("counting")
+    materialised = _state_field("materialised")
+    counted_with = _state_field("counted_with")
+    module_state = _state_field("module_state")
+
+    def __init__(self, program: Program, be: Backend, symbols: SymbolTable,
+                 counting: bool | int = False, progress: ProgressHook | None = None,
+                 modules: str = "auto") -> None:
+        self.program = program
+        self.be = be
+        self.symbols = symbols
+        self.progress = progress
+        self.state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         self.evaluator = RuleEvaluator(self.be, self.symbols)
-        self.counting = counter_level(self.counting)
-        self.counted_with = "off"  # modules setting the recursive counters were kept under
-        self.set_modules(self.modules)
+        self.set_modules(modules)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RunSet.empty(self.be, rel.arity))
         self.store = dict(self.explicit)
-        self.materialised = False
+        self._note_symbols()
+
+    @property
+    def modules(self) -> str:
+        """``auto``: TC/STC modules where rules match (paper 002); ``off``."""
+        return self.state.modules
+
+    def _note_symbols(self) -> None:
+        size = getattr(self.symbols, "__len__", None)
+        self.state.symbols = int(size()) if size is not None else 0
 
     def set_modules(self, modules: str) -> None:
         """Choose ``auto`` (TC/STC modules where a stratum's rules match) or ``off``."""
         if modules not in ("auto", "off"):
             raise ValueError(f"modules must be 'auto' or 'off', not {modules!r}")
-        self.modules = modules
+        self.state.modules = modules
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
@@ -149,6 +175,7 @@ class Engine:
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()
         self.materialised = True
+        self._note_symbols()
         return stats
 
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
@@ -382,6 +409,7 @@ class Engine:
                     raise ValueError(f"counters of {name} do not match its {m} facts")
                 self.counters[name] = Counters.single(self.be.asarray(nr), self.be.asarray(r))
         self.materialised = True
+        self._note_symbols()
 
 
 def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tuple[Any, ...],

@@ -67,9 +67,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError("the Counting algorithm handles non-recursive programs only, but "
                          f"{', '.join(rec.relations)} is recursive: use dredc or bfc")
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
-    saved = (dict(engine.explicit), dict(engine.store), dict(engine.counters),
-             engine.counting, engine.materialised, dict(engine.module_state),
-             engine.counted_with)
+    saved = engine.state.snapshot()  # restored as one value if anything fails
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
@@ -100,8 +98,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                                  "(use Reasoner.update)")
             _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, backward_forward)
     except BaseException:
-        (engine.explicit, engine.store, engine.counters, engine.counting,
-         engine.materialised, engine.module_state, engine.counted_with) = saved
+        engine.state = saved
         raise
     stats.facts = sum(len(r) for r in engine.store.values())
     stats.seconds = time.perf_counter() - t0

@@ -46,6 +46,16 @@ class SymbolTable:
     def __len__(self) -> int:
         return len(self._index)
 
+    def truncate(self, n: int) -> None:
+        """Forget the symbols with ids ``n`` and above (those a failed update added)."""
+        if n >= len(self._index):
+            return
+        kept = self.values()[:n]
+        self._index = {s: i for s, i in self._index.items() if i < n}
+        self._chunks = [kept] if n else []
+        self._values = kept
+        self._order = None
+
     # --- encoding -------------------------------------------------------------------
 
     def encode(self, symbol: str) -> int:

@@ -169,9 +169,14 @@ class Reasoner:
         facts, the materialisation and the counters are those from before the call.
         """
 
-        ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
-        dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
-        return self.update_encoded(ins, dele, algorithm)
+        before = len(self.symbols)
+        try:
+            ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
+            dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
+            return self.update_encoded(ins, dele, algorithm)
+        except BaseException:  # the dictionary too goes back to the engine state's size
+            self.symbols.truncate(max(before, self.engine.state.symbols))
+            raise
 
     def update_encoded(self, insert: Mapping[str, tuple[tuple[np.ndarray, ...], int]],
                        delete: Mapping[str, tuple[tuple[np.ndarray, ...], int]],

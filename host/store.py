@@ -54,6 +54,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from gpu_engine.state import META, EngineState
+
 from .dictionary import SymbolTable
 
 if TYPE_CHECKING:
@@ -183,8 +185,9 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "gpu_engine_version": _package_version(), "version": name, "parent": cur,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "written_on": reasoner.device, "source_name": reasoner.source_name,
-            "counting": engine.counting, "counters": counting,
-            "modules": engine.modules, "counted_with": engine.counted_with,
+            # the engine state's scalar fields (counting, modules, counted_with)
+            **{f: getattr(engine.state, f) for f in EngineState.fields_kept_as(META)},
+            "counters": counting,
             "symbols": len(reasoner.symbols), "relations": relations, "files": files,
             "extra": meta_extra,
         }
@@ -350,8 +353,12 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         if counters is not None:
             counters[name] = (_column(i, "c_nr"), _column(i, "c_r"))
     r.engine.install_state(explicit, materialised, counters)
-    # stores older than modules kept every recursive counter (as with modules off)
-    r.engine.counted_with = meta.get("counted_with", "off")
+    # the engine state's scalar fields; stores older than modules kept every recursive
+    # counter (as with modules off)
+    defaults = {"modules": "off", "counted_with": "off"}
+    for f in EngineState.fields_kept_as(META):
+        if f != "modules":  # (set through the constructor: it chooses the module plans)
+            setattr(r.engine.state, f, meta.get(f, defaults.get(f)))
     return r
 
 

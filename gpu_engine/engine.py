@@ -252,9 +252,7 @@ class Engine:
         return self._finish_stratum(s, st, rstats, before, t0)
 
     def _small_plan(self, s: Stratum) -> SmallPlan | None:
-        """The stratum's small-delta plan (CPU only; None: array path only)."""
-        if self.be.is_gpu:
-            return None
+        """The stratum's small-delta plan (None: array path only)."""
         cache = self.__dict__.setdefault("_small_plans", {})
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}

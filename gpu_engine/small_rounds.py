@@ -13,8 +13,10 @@ A plan is fixed when the path is entered: Δ first, then greedily the atom conne
 what is bound with the fewest rows (the array path's order), keys probed in position
 order, filters as soon as their variables are bound.  Features the interpreter does not
 have (float or symbol order comparisons, string and bitwise functors, functors inside
-body atoms, ranked keys wider than 63 bits, nullary stratum relations, the GPU backend)
-make :func:`small_plan` return None, and the stratum keeps the array path.
+body atoms, ranked keys wider than 63 bits, nullary stratum relations) make
+:func:`small_plan` return None, and the stratum keeps the array path.  On the GPU the
+path runs on the host over copies of the runs it reads (cached with each immutable run),
+as long as one entry copies at most ``HOST_COPY_LIMIT`` elements.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ ENTER_DELTA = 1024  # enter the path when a round's Δ holds at most this many f
 LEAVE_DELTA = 4096  # leave it when a round derives more new facts than this
 OUT_ROWS = 1 << 16  # head rows one round may produce before the array path takes over
 ROUND_SLICE = 1 << 16  # rounds per compiled call (between progress reports)
+HOST_COPY_LIMIT = 1 << 22  # GPU: elements the path may copy to the host at one entry
 MIN_CAPACITY = 1 << 12  # rows of N allocated at entry (doubled when full)
 
 _ARITH = {"+": K.C_ADD, "-": K.C_SUB, "*": K.C_MUL, "/": K.C_DIV, "%": K.C_MOD,
@@ -105,8 +108,11 @@ def _term_ok(t: Term) -> bool:
 class _Tables:
     """Builder of the interpreter's tables for one entry into the path."""
 
-    def __init__(self, symbols: SymbolTable) -> None:
+    def __init__(self, symbols: SymbolTable, be: Any = None) -> None:
         self.symbols = symbols
+        self.gpu = be is not None and be.is_gpu
+        self.be = be
+        self.copied = 0  # elements copied from the device at this entry
         self.arrays: list[np.ndarray] = []
         self._ids: dict[int, int] = {}
         self.IX: list[list[int]] = []
@@ -117,28 +123,43 @@ class _Tables:
         self.HD: list[list[int]] = []
         self._hd: dict[tuple[int, tuple[int, ...]], int] = {}
 
-    def array(self, a: Any) -> int:
+    def host(self, a: Any, owner: RowSet) -> np.ndarray:
+        """``a`` as a host array (on the GPU a copy, cached with the immutable run that
+        owns it, so a run is copied once however often the path is entered)."""
+        if not self.gpu:
+            return np.ascontiguousarray(a, dtype=np.int64)
+        key = ("host", id(a))
+        hit = owner._indexes.get(key)
+        if hit is None:
+            self.copied += len(a)
+            if self.copied > HOST_COPY_LIMIT:
+                raise _NotEncodable
+            hit = np.ascontiguousarray(self.be.to_host(a), dtype=np.int64)
+            owner._indexes[key] = hit
+        return hit
+
+    def array(self, a: Any, owner: RowSet) -> int:
         hit = self._ids.get(id(a))
         if hit is not None:
             return hit
-        self.arrays.append(np.ascontiguousarray(a, dtype=np.int64))
+        self.arrays.append(self.host(a, owner))
         self._ids[id(a)] = len(self.arrays) - 1
         return len(self.arrays) - 1
 
-    def entry(self, keys: Any, rows: Any, dense: Any, n: int, cols: tuple[Any, ...],
-              spec: Any, k: int) -> int:
+    def entry(self, owner: RowSet, keys: Any, rows: Any, dense: Any, n: int,
+              cols: tuple[Any, ...], spec: Any, k: int) -> int:
         row = [0] * K.IX_WIDTH
-        row[K.IX_KEYS] = self.array(keys) if keys is not None else -1
-        row[K.IX_ROWS] = self.array(rows) if rows is not None else -1
-        row[K.IX_DENSE] = self.array(dense) if dense is not None else -1
+        row[K.IX_KEYS] = self.array(keys, owner) if keys is not None else -1
+        row[K.IX_ROWS] = self.array(rows, owner) if rows is not None else -1
+        row[K.IX_DENSE] = self.array(dense, owner) if dense is not None else -1
         row[K.IX_DLEN] = len(dense) if dense is not None else 0
         row[K.IX_K] = k
-        ids = [self.array(c) for c in cols]
+        ids = [self.array(c, owner) for c in cols]
         row[K.IX_COL0] = ids[0] if ids else -1
         if ids and ids != list(range(ids[0], ids[0] + len(ids))):  # columns must be adjacent
             base = len(self.arrays)
             for c in cols:
-                self.arrays.append(np.ascontiguousarray(c, dtype=np.int64))
+                self.arrays.append(self.host(c, owner))
             row[K.IX_COL0] = base
         row[K.IX_N] = n
         if spec is None:
@@ -197,8 +218,8 @@ class _Tables:
             if key_pos and idx.spec is None:
                 return None
             dense = idx.offsets(run.be) if key_pos else None
-            self.entry(idx.sorted_keys if key_pos else None, idx.rows, dense, len(idx.rows),
-                       run.cols, idx.spec, len(key_pos))
+            self.entry(run, idx.sorted_keys if key_pos else None, idx.rows, dense,
+                       len(idx.rows), run.cols, idx.spec, len(key_pos))
         return first, len(self.IX) - first
 
     def finish(self, rows: list[list[int]], width: int) -> np.ndarray:
@@ -407,7 +428,7 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
     s = sp.stratum
     rel_id = {r: i for i, r in enumerate(sp.rels)}
     be = next(iter(store.values())).be
-    t = _Tables(symbols)
+    t = _Tables(symbols, be)
     sizes = {r: len(rs) for r, rs in store.items()}
     lower = {r: rs for r, rs in store.items() if r not in rel_id}
     rules = s.recursive_rules
@@ -418,20 +439,23 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
             if not _plan_variant(t, rule, p, vi, rec, atoms, rel_id, prev, lower, sizes, ri):
                 return None
     # membership entries of the base runs, and the full-row hash of every relation
-    M = np.zeros((len(sp.rels), 2), dtype=np.int64)
-    full_hash = np.zeros(len(sp.rels), dtype=np.int64)
-    for r, i in rel_id.items():
-        first = len(t.IX)
-        if prev[r].dead or store[r].dead:
-            return None
-        for run in prev[r].runs:
-            if sp.arity[r] > 1 and run.spec is None:
+    try:
+        M = np.zeros((len(sp.rels), 2), dtype=np.int64)
+        full_hash = np.zeros(len(sp.rels), dtype=np.int64)
+        for r, i in rel_id.items():
+            first = len(t.IX)
+            if prev[r].dead or store[r].dead:
                 return None
-            t.entry(run.keys, None, None, len(run), run.cols, run.spec if sp.arity[r] > 1
-                    else None, sp.arity[r])
-        M[i] = (first, len(t.IX) - first)
-        full_hash[i] = t.hash_def(i, tuple(range(sp.arity[r])))
-    # the arrays as a table of data addresses (t.arrays keeps them alive meanwhile)
+            for run in prev[r].runs:
+                if sp.arity[r] > 1 and run.spec is None:
+                    return None
+                t.entry(run, run.keys, None, None, len(run), run.cols,
+                        run.spec if sp.arity[r] > 1 else None, sp.arity[r])
+            M[i] = (first, len(t.IX) - first)
+            full_hash[i] = t.hash_def(i, tuple(range(sp.arity[r])))
+        # the arrays as a table of data addresses (t.arrays keeps them alive meanwhile)
+    except _NotEncodable:  # (the GPU: too much to copy to the host)
+        return None
     A = np.asarray([a.ctypes.data for a in t.arrays] or [0], dtype=np.int64)
     IX = t.finish(t.IX, K.IX_WIDTH)
     L = t.finish(t.L, K.L_WIDTH)

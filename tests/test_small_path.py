@@ -19,11 +19,11 @@ from test_fuzz import MAX_TUPLES, table_rows
 import gpu_engine.small_rounds as SR
 
 
-def _run(program, monkeypatch, small: bool, counting: bool):
+def _run(program, monkeypatch, small: bool, counting: bool, device: str = "cpu"):
     from gpu_engine import Reasoner
 
     monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", "1" if small else "0")
-    r = Reasoner(render_program(program), device="cpu", counting=counting, modules="off")
+    r = Reasoner(render_program(program), device=device, counting=counting, modules="off")
     for name, data in engine_facts(program).items():
         r.add_facts(name, data)
     stats = r.materialise()
@@ -44,7 +44,8 @@ def _run(program, monkeypatch, small: bool, counting: bool):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(program=programs(), counting=st.booleans(), tiny=st.booleans())
 def test_small_path_equals_array_path(program, counting: bool, tiny: bool,
-                                      monkeypatch) -> None:
+                                      monkeypatch, device: str) -> None:
+    """On the GPU the path runs on host copies of the runs it reads."""
     try:
         evaluate(program, max_tuples=MAX_TUPLES)
     except LimitExceeded:
@@ -56,8 +57,8 @@ def test_small_path_equals_array_path(program, counting: bool, tiny: bool,
             m.setattr(SR, "LEAVE_DELTA", 2)
             m.setattr(SR, "MIN_CAPACITY", 1)
             m.setattr(SR, "ROUND_SLICE", 2)
-        got = _run(program, m, True, counting)
-        want = _run(program, m, False, counting)
+        got = _run(program, m, True, counting, device)
+        want = _run(program, m, False, counting, device)
     assert got[0] == want[0]
     assert got[1] == want[1]
     assert got[2] == want[2]
@@ -80,7 +81,7 @@ d(x+3) :- d(x), x < 100.
 
 
 @pytest.mark.parametrize("counting", [False, True])
-def test_chain_runs_on_the_small_path(counting: bool, monkeypatch) -> None:
+def test_chain_runs_on_the_small_path(counting: bool, monkeypatch, device: str) -> None:
     """A chain of one-fact rounds (Soufflé's independent_body3, shorter) runs its rounds in
     the compiled path, with the array path's facts and derivations."""
     from gpu_engine import Reasoner
@@ -88,7 +89,7 @@ def test_chain_runs_on_the_small_path(counting: bool, monkeypatch) -> None:
     out = []
     for small in ("1", "0"):
         monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", small)
-        r = Reasoner(CHAIN.replace("N", "2000"), device="cpu", counting=counting)
+        r = Reasoner(CHAIN.replace("N", "2000"), device=device, counting=counting)
         stats = r.materialise()
         out.append((stats, r.relation_sizes()))
     (s1, sizes1), (s0, sizes0) = out

@@ -18,7 +18,7 @@ dred       DRed, paper 000 Algorithm 1                                  none
 counting   Counting (Gupta et al. 1993), non-recursive programs only   as before
 dredc      DRed^c, paper 000 Algorithm 2                                both
 bf         B/F, paper 001 §3 / Motik et al. 2015                        none
-bfc        B/F^c, paper 000 Algorithm 3                                 c_nr
+bfc        B/F^c, paper 000 Algorithm 3 (``backward_forward``)          c_nr
 =========  ===========================================================  ========
 
 An algorithm that needs counters the engine does not have first rebuilds them by one
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 from .rowset import RowSet
@@ -51,13 +50,9 @@ def default_algorithm(engine: Any) -> str:
 
 
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
-                 algorithm: str | None = None,
-                 backward_forward: Callable[..., None] | None = None) -> UpdateStats:
+                 algorithm: str | None = None) -> UpdateStats:
     """Apply E⁻ = ``delete`` and E⁺ = ``insert`` (encoded columns and row count per
-    relation) to a materialised engine with ``algorithm``; returns what it did.
-
-    ``backward_forward(update, with_counters)`` runs B/F or B/F^c: their backward
-    chaining is fact-at-a-time host code, so the host layer supplies it."""
+    relation) to a materialised engine with ``algorithm``; returns what it did."""
     t0 = time.perf_counter()
     alg = algorithm or default_algorithm(engine)
     if alg not in ALGORITHMS:
@@ -93,10 +88,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             m = engine.materialise()
             stats.derivations = m.derivations
         else:
-            if alg in ("bf", "bfc") and backward_forward is None:
-                raise ValueError(f"{alg} needs the host's backward chaining "
-                                 "(use Reasoner.update)")
-            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, backward_forward)
+            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
     except BaseException:
         engine.state = saved
         raise
@@ -107,8 +99,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 
 def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                      e_plus: dict[str, RowSet], new_e: dict[str, RowSet],
-                     stats: UpdateStats, backward_forward: Callable[..., None] | None
-                     ) -> None:
+                     stats: UpdateStats) -> None:
     from . import forward_algorithms as F
 
     need = _NEEDS[alg]
@@ -139,10 +130,10 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
                  {n: r.arity for n, r in engine.program.relations.items()}, stats,
                  modules)
-    if alg in ("dredc", "dred", "counting"):  # their multisets accept compacted outputs
-        from .engine import keep_counts
+    # every algorithm's multisets and backward steps accept compacted outputs
+    from .engine import keep_counts
 
-        engine.evaluator.compact = keep_counts(engine.be)
+    engine.evaluator.compact = keep_counts(engine.be)
     try:
         if alg == "dredc":
             F.dred_c(u)
@@ -150,9 +141,10 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
             F.dred(u)
         elif alg == "counting":
             F.counting(u)
-        else:  # B/F counts instances per fact from raw outputs: no compaction
-            assert backward_forward is not None
-            backward_forward(u, alg == "bfc")
+        else:
+            from . import backward_forward as BF
+
+            BF.bf(u, alg == "bfc")
     finally:
         engine.evaluator.compact = None
     stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|

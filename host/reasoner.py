@@ -185,12 +185,10 @@ class Reasoner:
         declaration order, row count), as :func:`host.io.read_facts` produces them."""
         from gpu_engine.maintenance import apply_update
 
-        from .backward_forward import bf
-
         for name in (*insert, *delete):
             self._relation(name)
         self._ensure()
-        return apply_update(self.engine, dict(insert), dict(delete), algorithm, bf)
+        return apply_update(self.engine, dict(insert), dict(delete), algorithm)
 
     def counters(self, name: str) -> pa.Table:
         """The facts of ``name`` with their derivation counters ``c_nr`` (explicit

@@ -1,5 +1,6 @@
-"""B/F and B/F^c (paper 000 Algorithm 3; Motik et al. 2015, as summarised in paper 000 §5
-and paper 001 §3): deletion by backward and forward chaining, fact at a time, on the host.
+"""Test oracle: B/F and B/F^c (paper 000 Algorithm 3) with CHECK and SATURATE fact at a
+time, as the host ran them before the batched version (``gpu_engine.backward_forward``).
+``tests/test_bf_batched.py`` runs it in place of the batched ``bf`` and compares.
 
 The set operations and rule passes that are not fact-at-a-time stay columnar on the
 device: the affected consequences of deletions (lines 59-61 and 68), the forward
@@ -38,12 +39,17 @@ from gpu_engine.views import View
 Fact = tuple[str, tuple[int, ...]]
 
 
-def bf(u: Update, with_counters: bool) -> None:
-    """B/F (``with_counters=False``) or B/F^c over all strata (lines 51-56)."""
+def bf(u: Update, with_counters: bool, observe: Any = None) -> None:
+    """B/F (``with_counters=False``) or B/F^c over all strata (lines 51-56).
+    ``observe(stratum, checked, proved)``, if given, sees each stratum's sets C and P
+    (sets of (relation, row) pairs) after DELETEUNPROVED."""
     for s in u.strata:
         if u.idle(s):
             continue
-        _Stratum(u, s, with_counters).delete_unproved()  # line 54
+        st = _Stratum(u, s, with_counters)
+        st.delete_unproved()  # line 54
+        if observe is not None:
+            observe(s, set(st.C), set(st.P))
         u.insert(s, {}, counters=with_counters)  # line 55
 
 

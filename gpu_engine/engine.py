@@ -32,17 +32,20 @@ from .small_rounds import SmallPlan, SmallResult, run_small, small_plan
 from .state import EngineState
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
+from .twin import Twin
 
 ProgressHook = Callable[[str, int, int], None]
 
 
-def _state_field(name: str) -> property:
-    """An attribute of the engine that lives in its :class:`EngineState`."""
+def _state_field(name: str, scalar: bool = False) -> property:
+    """An attribute of the engine that lives in its :class:`EngineState` (a scalar is read
+    from whichever side of a GPU engine's host twin is current, without a copy)."""
     def get(self: Engine) -> Any:
-        return getattr(self.state, name)
+        return getattr(self.current_state() if scalar else self.state, name)
 
     def put(self: Engine, value: Any) -> None:
         setattr(self.state, name, value)
+        self._device_changed()
 
     return property(get, put, doc=f"``state.{name}``")
 
@@ -57,9 +60,9 @@ class Engine:
     explicit = _state_field("explicit")
     store = _state_field("store")
     counters = _state_field("counters")
-    counting = _state_field("counting")
-    materialised = _state_field("materialised")
-    counted_with = _state_field("counted_with")
+    counting = _state_field("counting", scalar=True)
+    materialised = _state_field("materialised", scalar=True)
+    counted_with = _state_field("counted_with", scalar=True)
     module_state = _state_field("module_state")
 
     def __init__(self, program: Program, be: Backend, symbols: SymbolTable,
@@ -69,7 +72,8 @@ class Engine:
         self.be = be
         self.symbols = symbols
         self.progress = progress
-        self.state = EngineState(counting=counter_level(counting))
+        self._twin: Twin | None = None  # (GPU) the host twin for small updates
+        self._state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         self.evaluator = RuleEvaluator(self.be, self.symbols)
@@ -82,7 +86,43 @@ class Engine:
     @property
     def modules(self) -> str:
         """``auto``: TC/STC modules where rules match (paper 002); ``off``."""
-        return self.state.modules
+        return self.current_state().modules
+
+    # --- the state and the host twin (gpu_engine.twin) ---------------------------------
+
+    @property
+    def state(self) -> EngineState:
+        """The materialisation on this engine's backend (brought up to date first when
+        a GPU engine's host twin ran the last updates)."""
+        if self._twin is not None:
+            self._twin.to_device()
+        return self._state
+
+    @state.setter
+    def state(self, value: EngineState) -> None:
+        self._state = value
+        self._device_changed()
+
+    def current_state(self) -> EngineState:
+        """The state on whichever side is current (no copy)."""
+        if self._twin is not None and not self._twin.device_current:
+            return self._twin.host.state
+        return self._state
+
+    def twin(self) -> Twin:
+        """The host twin of this (GPU) engine, made on first use."""
+        if self._twin is None:
+            self._twin = Twin(self)
+        return self._twin
+
+    def _host_reads(self) -> Engine | None:
+        """The host twin when it is current and the device is not (reads go there)."""
+        t = self._twin
+        return t.host if t is not None and not t.device_current else None
+
+    def _device_changed(self) -> None:
+        if self._twin is not None:
+            self._twin.device_updated()
 
     def _note_symbols(self) -> None:
         size = getattr(self.symbols, "__len__", None)
@@ -93,6 +133,7 @@ class Engine:
         if modules not in ("auto", "off"):
             raise ValueError(f"modules must be 'auto' or 'off', not {modules!r}")
         self.state.modules = modules
+        self._device_changed()
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
@@ -133,7 +174,7 @@ class Engine:
         cur = self.explicit[relation]
         delta = cur.new_rows(RowSet.from_columns(self.be, dev, rel.arity, n_rows=n))
         self.explicit[relation] = cur.append(delta)
-        self.materialised = False
+        self.materialised = False  # (the host twin, if any, is out of date now)
         return len(delta)
 
     def _relation(self, name: str):
@@ -147,6 +188,7 @@ class Engine:
     def materialise(self) -> MaterialisationStats:
         """Compute the materialisation from the explicit facts (from scratch)."""
         self.evaluator.compact = self._compact
+        self._device_changed()
         try:
             return self._materialise()
         finally:
@@ -363,18 +405,26 @@ class Engine:
 
     def columns(self, name: str) -> tuple[np.ndarray, ...]:
         """The materialised rows of ``name`` as host int64 columns (sorted)."""
+        if (host := self._host_reads()) is not None:
+            return host.columns(name)
         rs = self.store[name].compact()
         return tuple(self.be.to_host(c) for c in rs.cols)
 
     def size(self, name: str) -> int:
+        if (host := self._host_reads()) is not None:
+            return host.size(name)
         return len(self.store[name])
 
     def explicit_columns(self, name: str) -> tuple[np.ndarray, ...]:
         """The explicit facts E of ``name`` as host int64 columns (sorted)."""
+        if (host := self._host_reads()) is not None:
+            return host.explicit_columns(name)
         return tuple(self.be.to_host(c) for c in self.explicit[name].compact().cols)
 
     def counter_arrays(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(c_nr, c_r) as host arrays (copies) aligned with :meth:`columns`."""
+        if (host := self._host_reads()) is not None:
+            return host.counter_arrays(name)
         if name not in self.counters:
             raise RuntimeError("no derivation counters: materialise with counting enabled")
         _, nr, r = flat(self.store[name], self.counters[name])
@@ -386,6 +436,8 @@ class Engine:
         """Install a saved state: E and I as (sorted unique host columns, row count) per
         relation, and counters aligned with I's rows (or None).  Relations not given
         are empty."""
+        self._device_changed()
+
         def rows(cols: tuple[np.ndarray, ...], n: int, arity: int) -> RowSet:
             dev = tuple(self.be.asarray(c) for c in cols)
             return RowSet.from_columns(self.be, dev, arity, n_rows=n)

@@ -31,6 +31,7 @@ import dataclasses
 import time
 from typing import Any
 
+from . import twin
 from .rowset import RowSet
 from .stats import UpdateStats
 from .update_state import UpdateState
@@ -57,6 +58,14 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     alg = algorithm or default_algorithm(engine)
     if alg not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
+    changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
+    if twin.wanted(engine, changed, alg, _NEEDS.get(alg, 0)):  # a small change on a GPU
+        t = engine.twin()
+        stats = apply_update(t.to_host(), insert, delete, algorithm)
+        t.host_updated()
+        stats.device = f"{engine.be.name} (host twin)"
+        stats.seconds = time.perf_counter() - t0
+        return stats
     if alg == "counting" and any(s.recursive for s in engine.strata):
         rec = next(s for s in engine.strata if s.recursive)
         raise ValueError("the Counting algorithm handles non-recursive programs only, but "
@@ -92,6 +101,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     except BaseException:
         engine.state = saved
         raise
+    engine._device_changed()
     stats.facts = sum(len(r) for r in engine.store.values())
     stats.seconds = time.perf_counter() - t0
     return stats

@@ -54,6 +54,8 @@ class RowSet:
     spec: K.KeySpec | None
     n: int
     _indexes: dict[Any, JoinIndex] = field(default_factory=dict, repr=False)
+    # copies of this immutable run on the other backend (host/device), by purpose
+    _mirror: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def cols(self) -> tuple[Any, ...]:
@@ -266,36 +268,6 @@ class RowSet:
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.isin_sorted(self.be, a, b)
 
-    def replaced(self, remove_pos: Any, fresh: RowSet) -> tuple[RowSet, Any, Any]:
-        """``(self without the rows at remove_pos) ∪ fresh`` (fresh disjoint from self),
-        the new positions of the kept rows and of the fresh rows.  Linear in the size
-        (no sort of the old rows), and the join indexes are carried over, so a small
-        change does not cost a rebuild of every index of a large relation."""
-        be, xp = self.be, self.be.xp
-        keep = xp.ones(self.n, dtype=bool)
-        if len(remove_pos):
-            keep[remove_pos] = False
-        kept = self.select(keep) if len(remove_pos) else self
-        if len(fresh) == 0 or self.arity == 0:
-            out = kept if len(fresh) == 0 else (kept if kept.n else fresh)
-            pos_k = xp.arange(kept.n, dtype=INDEX)
-            pos_f = xp.zeros(len(fresh), dtype=INDEX) if self.arity == 0 else pos_k[:0]
-        else:
-            me = kept._covering(fresh.cols)
-            if me.spec is None and self.arity > 1:
-                out = me.merge(fresh)
-                pos_k, pos_f = out.positions(kept.cols), out.positions(fresh.cols)
-            else:
-                ok = fresh.keys if (self.arity == 1 or fresh.spec == me.spec) else _keys_with(
-                    be, fresh.cols, me.spec)
-                pos_k, pos_f = S.merge_positions(be, me.keys, ok)
-                out = me.merge(fresh)
-        old = {k: v for k, v in self._indexes.items()
-               if k != "range" and k != "carry" and v.sorted_keys is not None}
-        if old and out is not self:  # carried over lazily, when a join asks for one
-            out._indexes["carry"] = _Carry(old, keep, pos_k, fresh, pos_f)
-        return out, pos_k, pos_f
-
     def has(self, rows: RowSet) -> Any:
         """Mask over ``rows`` (a row set of the same arity): which are in this set."""
         if self.arity == 0:
@@ -357,12 +329,6 @@ class RowSet:
         if hit is not None:
             return hit
         be, xp = self.be, self.be.xp
-        carry = self._indexes.get("carry")
-        if carry is not None and ck in carry.old:
-            idx = _carry_index(be, ck, carry.old[ck], carry.remap(be), carry.fresh, carry.pos_f)
-            if idx is not None:
-                self._indexes[ck] = idx
-                return idx
         rows = None
         if consts or equal:
             mask = xp.ones(self.n, dtype=bool)
@@ -396,66 +362,6 @@ class RowSet:
             idx = JoinIndex(kk, base if order is None else base[order], spec)
         self._indexes[ck] = idx
         return idx
-
-
-@dataclass
-class _Carry:
-    """Join indexes of the version a RowSet was derived from (by :meth:`RowSet.replaced`),
-    renumbered when first asked for."""
-
-    old: dict[Any, JoinIndex]
-    keep: Any
-    pos_k: Any
-    fresh: RowSet
-    pos_f: Any
-    _remap: Any = None
-
-    def remap(self, be: Backend) -> Any:
-        if self._remap is None:
-            xp = be.xp
-            self._remap = xp.full(len(self.keep), -1, dtype=INDEX)
-            self._remap[xp.flatnonzero(self.keep)] = self.pos_k
-        return self._remap
-
-
-def _carry_index(be: Backend, key: Any, idx: JoinIndex, remap: Any, fresh: RowSet,
-                 pos_f: Any) -> JoinIndex | None:
-    """An index of the old rows, renumbered by ``remap`` (-1: removed) and with the
-    qualifying fresh rows merged in by key; None when the fresh keys do not fit."""
-    xp = be.xp
-    key_pos, consts, equal = key
-    rows = remap[idx.rows]
-    live = rows >= 0
-    sk, rows = idx.sorted_keys[live], rows[live]
-    if len(fresh) == 0:
-        return JoinIndex(sk, rows, idx.spec)
-    mask = xp.ones(len(fresh), dtype=bool)
-    for p, v in consts:
-        mask &= fresh.cols[p] == v
-    for i, j in equal:
-        mask &= fresh.cols[i] == fresh.cols[j]
-    sel = xp.flatnonzero(mask)
-    if len(sel) == 0:
-        return JoinIndex(sk, rows, idx.spec)
-    if key_pos:
-        if idx.spec is None:
-            return None
-        kcols = [fresh.cols[p][sel] for p in key_pos]
-        if not idx.spec.covers(*K.column_ranges(be, kcols)):
-            return None
-        fk = K.pack(be, kcols, idx.spec)
-    else:
-        fk = xp.zeros(len(sel), dtype=INDEX)
-    order = S.argsort_keys(be, fk)
-    fk, frows = fk[order], pos_f[sel][order]
-    at = xp.searchsorted(sk, fk, side="right") + xp.arange(len(fk), dtype=INDEX)
-    is_f = xp.zeros(len(sk) + len(fk), dtype=bool)
-    is_f[at] = True
-    keys = xp.empty(len(is_f), dtype=INDEX)
-    out_rows = xp.empty(len(is_f), dtype=INDEX)
-    keys[~is_f], keys[at] = sk, fk
-    out_rows[~is_f], out_rows[at] = rows, frows
-    return JoinIndex(keys, out_rows, idx.spec)
 
 
 def _spec_for(be: Backend, cols: tuple[Any, ...]) -> K.KeySpec | None:

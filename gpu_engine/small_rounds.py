@@ -129,13 +129,13 @@ class _Tables:
         if not self.gpu:
             return np.ascontiguousarray(a, dtype=np.int64)
         key = ("host", id(a))
-        hit = owner._indexes.get(key)
+        hit = owner._mirror.get(key)
         if hit is None:
             self.copied += len(a)
             if self.copied > HOST_COPY_LIMIT:
                 raise _NotEncodable
             hit = np.ascontiguousarray(self.be.to_host(a), dtype=np.int64)
-            owner._indexes[key] = hit
+            owner._mirror[key] = hit
         return hit
 
     def array(self, a: Any, owner: RowSet) -> int:

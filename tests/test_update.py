@@ -244,6 +244,10 @@ def run_sequence(
     r = Reasoner(render_program(program), device=device, counting=True, modules=modules)
     if data.draw(st.booleans(), label="compact every rule output"):
         r.engine.evaluator.compact_rows = 0  # the memory bound of large rounds, always on
+    if data.draw(st.booleans(), label="small updates on a host twin"):
+        os.environ["GPU_ENGINE_HOST_UPDATES"] = "always"  # (the GPU's host path, also on CPU)
+    else:
+        os.environ.pop("GPU_ENGINE_HOST_UPDATES", None)
     lazy = data.draw(st.booleans(), label="keep tombstones and small runs")
     saved = (runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL)
     if lazy:  # relations keep many runs and are never rewritten as one
@@ -252,6 +256,7 @@ def run_sequence(
         _run_updates(r, program, data, algorithms, device)
     finally:
         runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = saved
+        os.environ.pop("GPU_ENGINE_HOST_UPDATES", None)
 
 
 def _run_updates(r: Reasoner, program: Program, data: st.DataObject,

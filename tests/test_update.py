@@ -244,10 +244,9 @@ def run_sequence(
     r = Reasoner(render_program(program), device=device, counting=True, modules=modules)
     if data.draw(st.booleans(), label="compact every rule output"):
         r.engine.evaluator.compact_rows = 0  # the memory bound of large rounds, always on
-    if data.draw(st.booleans(), label="small updates on a host twin"):
-        os.environ["GPU_ENGINE_HOST_UPDATES"] = "always"  # (the GPU's host path, also on CPU)
-    else:
-        os.environ.pop("GPU_ENGINE_HOST_UPDATES", None)
+    twin = data.draw(st.booleans(), label="small updates on a host twin")
+    # always: the GPU's host path, also on the CPU; 0: never (the device's own path)
+    os.environ["GPU_ENGINE_HOST_UPDATES"] = "always" if twin else "0"
     lazy = data.draw(st.booleans(), label="keep tombstones and small runs")
     saved = (runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL)
     if lazy:  # relations keep many runs and are never rewritten as one

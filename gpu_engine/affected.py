@@ -46,7 +46,7 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
 
     for i, a in enumerate(atoms):
         p = P.get(a.relation)
-        if p is None or len(p) == 0:
+        if p is None or len(p) == 0 or not _may_match(ev, a, p):
             continue
         sources: list[Any] = []
         for j, b in enumerate(atoms):
@@ -74,6 +74,17 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
             spec.append(conds)
         out.extend(ev.evaluate(rule, sources, spec))
     return out
+
+
+def _may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
+    """False when no row of the (small) ``delta`` has the atom's constants, so the
+    variant reading it is empty: a delta costs only the rules it can reach (on the CPU;
+    on the GPU each look-up would cost a synchronisation)."""
+    if delta.be.is_gpu or not any(isinstance(t, Const) for t in atom.args):
+        return True
+    consts = [(q, const_value(t, ev.symbols)) for q, t in enumerate(atom.args)
+              if isinstance(t, Const)]
+    return any(all(run.has_value(q, v) for q, v in consts) for run in delta.runs)
 
 
 def backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf, neg: VersionOf,

@@ -274,6 +274,19 @@ class RowSet:
             return self.be.xp.full(len(rows), bool(self.n), dtype=bool)
         return self.contains(rows.cols, rows_sorted=True)
 
+    def has_value(self, pos: int, value: int) -> bool:
+        """Whether some row has ``value`` in column ``pos`` (the column's distinct values
+        are cached per run: routing a small delta to the rules it can match)."""
+        key = ("values", pos)
+        vals = self._indexes.get(key)
+        if vals is None:
+            vals = self.be.xp.unique(self.cols[pos])
+            self._indexes[key] = vals
+        if len(vals) == 0:
+            return False
+        at = int(self.be.xp.searchsorted(vals, value))
+        return at < len(vals) and int(vals[at]) == value
+
     def first_column_range(self) -> tuple[int, int]:
         """(min, max) of the first column as host ints (rows are sorted; cached)."""
         rng = self._indexes.get("range")

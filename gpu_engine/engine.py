@@ -26,7 +26,7 @@ from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
 from .rowset import RowSet
-from .rule_eval import RuleEvaluator, RuleOutput
+from .rule_eval import RuleEvaluator, RuleOutput, concat_outputs
 from .runs import RunSet
 from .small_rounds import SmallPlan, SmallResult, run_small, small_plan
 from .state import EngineState
@@ -460,18 +460,6 @@ class Engine:
                 self.counters[name] = Counters.single(self.be.asarray(nr), self.be.asarray(r))
         self.materialised = True
         self._note_symbols()
-
-
-def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tuple[Any, ...],
-                                                                          Any]:
-    """The rows of rule outputs as columns, and their weights (None: all 1)."""
-    xp = be.xp
-    cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(arity))
-    if all(o.weights is None for o in outs):
-        return cols, None
-    w = xp.concatenate([o.weights if o.weights is not None else xp.ones(o.n, dtype=INDEX)
-                        for o in outs])
-    return cols, w
 
 
 def keep_counts(be: Backend) -> Any:

@@ -16,12 +16,12 @@ from kernels.backend import INDEX
 
 from .affected import VersionOf, affected, rederivable
 from .ir import Rule
-from .rowset import RowSet
+from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
 from .stats import UpdateStats
 from .stratify import Stratum
-from .update_state import UpdateState, multiset, union_rows
+from .update_state import UpdateState, multiset
 
 Heads = dict[str, tuple[RowSet, Any]]
 

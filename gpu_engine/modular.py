@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .modules import ModulePlan, SeminaiveModule, STCModule, TCModule
-from .rowset import RowSet
+from .rowset import RowSet, union_rows
 from .runs import RunSet
 from .stratify import Stratum
 from .views import View
@@ -62,8 +62,6 @@ def _merge(be: Any, arity: dict[str, int], outs: list[dict[str, RowSet]]
         for r, rows in o.items():
             if len(rows):
                 parts.setdefault(r, []).append(rows)
-    from .update_state import union_rows
-
     return {r: union_rows(be, arity[r], p) for r, p in parts.items()}
 
 
@@ -132,8 +130,6 @@ def rebuild(engine: Any, s: Stratum, plans: list[ModulePlan]) -> list[Module]:
                 if outs:
                     cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(2))
                     parts.append(RowSet.from_columns(be, cols, 2))
-            from .update_state import union_rows
-
             m.X = RunSet.of(union_rows(be, 2, parts))
         elif isinstance(m, STCModule):
             rows = engine.store[m.relation].compact()

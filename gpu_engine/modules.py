@@ -33,7 +33,7 @@ from kernels.backend import INDEX, Backend
 
 from .affected import VersionOf, affected, rederivable
 from .ir import Atom, Rule, Var
-from .rowset import RowSet
+from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
 from .stratify import Stratum
@@ -376,8 +376,6 @@ class TCModule:
                 break
             qs = RunSet.of(q)
             ext = compose(ev, qs, self.X, delta=qs)  # lines 53-57 (mirrored): Q(u,v), X_R(v,w)
-        from .update_state import union_rows
-
         return union_rows(be, 2, J)  # disjoint from Δ ⊆ S: line 58's J \ Δ
 
     def include(self, rows: RowSet) -> None:

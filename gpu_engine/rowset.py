@@ -377,6 +377,19 @@ class RowSet:
         return idx
 
 
+def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:
+    """The union of row sets (as one sorted run)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return RowSet.empty(be, arity)
+    if len(parts) == 1:
+        return parts[0]
+    if arity == 0:
+        return parts[0]
+    cols = tuple(be.xp.concatenate([p.cols[c] for p in parts]) for c in range(arity))
+    return RowSet.from_columns(be, cols, arity)
+
+
 def _spec_for(be: Backend, cols: tuple[Any, ...]) -> K.KeySpec | None:
     if len(cols) <= 1:
         return None

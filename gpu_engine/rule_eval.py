@@ -308,6 +308,18 @@ class RuleEvaluator:
                 self._limit = max(self.compact_rows, 2 * self._pending)
 
 
+def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tuple[Any, ...],
+                                                                          Any]:
+    """The rows of rule outputs as columns, and their weights (None: all 1)."""
+    xp = be.xp
+    cols = tuple(xp.concatenate([o.cols[c] for o in outs]) for c in range(arity))
+    if all(o.weights is None for o in outs):
+        return cols, None
+    w = xp.concatenate([o.weights if o.weights is not None else xp.ones(o.n, dtype=INDEX)
+                        for o in outs])
+    return cols, w
+
+
 Source = Union[RunSet, View]  # noqa: UP007
 NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 
@@ -355,4 +367,4 @@ def _needed_vars(rule: Rule, atoms: list[tuple[Atom, Source]], filters: list[Any
     return need
 
 
-__all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "RowSet", "S", "Call"]
+__all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "RowSet", "S", "Call", "concat_outputs"]

@@ -31,7 +31,7 @@ from kernels.backend import INDEX, Backend
 
 from . import counters as C
 from .rowset import RowSet
-from .rule_eval import RuleOutput
+from .rule_eval import RuleOutput, concat_outputs
 from .runs import RunSet
 from .views import View
 
@@ -268,24 +268,9 @@ def multiset(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[RowSet, A
     xp = be.xp
     if not outs:
         return RowSet.empty(be, arity), xp.zeros(0, dtype=INDEX)
-    from .engine import concat_outputs
-
     n = sum(o.n for o in outs)
     cols, weights = concat_outputs(be, arity, outs)
     return RowSet.from_columns(be, cols, arity, n, return_counts=True, weights=weights)
 
 
-def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:
-    """The union of row sets (as one sorted run)."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return RowSet.empty(be, arity)
-    if len(parts) == 1:
-        return parts[0]
-    if arity == 0:
-        return parts[0]
-    cols = tuple(be.xp.concatenate([p.cols[c] for p in parts]) for c in range(arity))
-    return RowSet.from_columns(be, cols, arity)
-
-
-__all__ = ["UpdateState", "multiset", "union_rows"]
+__all__ = ["UpdateState", "multiset"]

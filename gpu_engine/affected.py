@@ -24,6 +24,7 @@ from kernels.backend import INDEX
 
 from .expr import const_value
 from .ir import Atom, Call, Compare, Const, Negation, Rule, Var
+from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -44,18 +45,12 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
         p = P.get(name)
         return pos(name) if p is None else pos(name).minus(p)
 
-    for i, a in enumerate(atoms):
-        p = P.get(a.relation)
-        if p is None or len(p) == 0 or not _may_match(ev, a, p):
+    version = {Role.OLD: without_p, Role.DELTA: lambda r: P[r], Role.NEW: pos}
+    for i, roles in delta_variants(atoms, lambda r: r in P and len(P[r]) > 0):
+        p = P[atoms[i].relation]
+        if not _may_match(ev, atoms[i], p):
             continue
-        sources: list[Any] = []
-        for j, b in enumerate(atoms):
-            if j < i:
-                sources.append(without_p(b.relation))
-            elif j == i:
-                sources.append(p)
-            else:
-                sources.append(pos(b.relation))
+        sources: list[Any] = [version[role](b.relation) for b, role in zip(atoms, roles)]
         spec = [[(neg(m.atom.relation), False)] for m in negs]
         out.extend(ev.evaluate(rule, sources, spec, delta=p))
     for k, lit in enumerate(negs):

@@ -25,6 +25,7 @@ from . import small_rounds
 from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
+from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput, concat_outputs
 from .runs import RunSet
@@ -226,7 +227,6 @@ class Engine:
         names = self.module_names()
         rstats = {id(r): RuleStats(str(r), r.loc, module=names.get(id(r), "")) for r in s.rules}
         before = {r: len(self.store[r]) for r in s.relations}
-        in_stratum = set(s.relations)
         # non-recursive rules: once, over the complete lower strata
         outputs: dict[str, list[RuleOutput]] = {r: [] for r in s.relations}
         for rule in s.nonrecursive_rules:
@@ -271,22 +271,12 @@ class Engine:
             if self.progress:
                 self.progress("iteration", st.iterations, s.index)
             outputs = {r: [] for r in s.relations}
+            versions = {Role.DELTA: delta, Role.OLD: prev, Role.NEW: self.store}
+            changed = {r for r in s.relations if len(delta[r])}
             for rule in s.recursive_rules:
                 atoms = _atoms(rule)
-                rec = [i for i, a in enumerate(atoms) if a.relation in in_stratum]
-                for vi, p in enumerate(rec):
-                    if len(delta[atoms[p].relation]) == 0:
-                        continue
-                    sources = []
-                    for i, a in enumerate(atoms):
-                        if a.relation not in in_stratum:
-                            sources.append(self.store[a.relation])
-                        elif i == p:
-                            sources.append(delta[a.relation])
-                        elif i in rec[:vi]:
-                            sources.append(prev[a.relation])  # I \ Δ
-                        else:
-                            sources.append(self.store[a.relation])  # I
+                for p, roles in delta_variants(atoms, changed.__contains__):
+                    sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     self._fire(rule, sources, outputs, rstats, delta[atoms[p].relation])
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))

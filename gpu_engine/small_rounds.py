@@ -31,6 +31,7 @@ from kernels import small_path as K
 
 from .expr import const_value, term_vars
 from .ir import Atom, Compare, Const, Negation, Rule, SymbolTable, Term, Var
+from .plan import Role, delta_variants
 from .rowset import RowSet
 from .runs import RunSet
 from .stratify import Stratum
@@ -228,10 +229,11 @@ class _Tables:
         return np.asarray(rows, dtype=np.int64).reshape(len(rows), width)
 
 
-def _plan_variant(t: _Tables, rule: Rule, p: int, vi: int, rec: list[int], atoms: list[Atom],
+def _plan_variant(t: _Tables, rule: Rule, p: int, roles: tuple[Role, ...], atoms: list[Atom],
                   rel_id: dict[str, int], base: dict[str, RunSet], lower: dict[str, RunSet],
                   sizes: dict[str, int], rule_id: int) -> bool:
-    """Encode variant ``vi`` (Δ at body atom ``p``) of ``rule``; False: not encodable."""
+    """Encode the variant of ``rule`` with Δ at body atom ``p`` and the atoms' versions
+    ``roles`` (``plan.delta_variants``); False: not encodable."""
     regs: dict[str, int] = {}
 
     def reg(v: str) -> int:
@@ -288,7 +290,7 @@ def _plan_variant(t: _Tables, rule: Rule, p: int, vi: int, rec: list[int], atoms
                 row[K.L_KIND] = 0
             elif in_s:
                 row[K.L_KIND] = 1
-                row[K.L_VER] = 0 if i in rec[:vi] else 1
+                row[K.L_VER] = 0 if roles[i] is Role.OLD else 1
             else:
                 row[K.L_KIND] = 2
             row[K.L_REL] = rel_id.get(a.relation, -1)
@@ -434,9 +436,8 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
     rules = s.recursive_rules
     for ri, rule in enumerate(rules):
         atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-        rec = [i for i, a in enumerate(atoms) if a.relation in rel_id]
-        for vi, p in enumerate(rec):
-            if not _plan_variant(t, rule, p, vi, rec, atoms, rel_id, prev, lower, sizes, ri):
+        for p, roles in delta_variants(atoms, rel_id.__contains__):
+            if not _plan_variant(t, rule, p, roles, atoms, rel_id, prev, lower, sizes, ri):
                 return None
     # membership entries of the base runs, and the full-row hash of every relation
     try:

@@ -82,6 +82,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.ir import Atom, Negation, Program, ProgramError, Relation
+from gpu_engine.plan import Role, delta_variants
 from gpu_engine.stratify import Stratum, stratify
 from gpu_engine.values import encode_scalar
 
@@ -281,13 +282,12 @@ class SparkRunner:
             candidates: dict[str, list[Any]] = {r: [] for r in s.relations}
             for rule in s.recursive_rules:
                 atoms = [a for a in rule.body if isinstance(a, Atom)]
-                for i, atom in enumerate(atoms):
-                    if atom.relation not in full or delta[atom.relation].count == 0:
-                        continue
-                    srcs = [delta[a.relation] if j == i else
+                changed = {r for r in full if delta[r].count > 0}
+                for i, roles in delta_variants(atoms, changed.__contains__, exact=False):
+                    srcs = [delta[a.relation] if role is Role.DELTA else
                             (fulls[a.relation] if a.relation in full else
                              self._state[a.relation].source())
-                            for j, a in enumerate(atoms)]
+                            for a, role in zip(atoms, roles)]
                     out = self._fire(rule, srcs, first=i)
                     if out is not None:
                         candidates[rule.head.relation].append(out)

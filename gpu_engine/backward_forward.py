@@ -5,12 +5,17 @@ Every step is a columnar pass over a batch of facts; nothing runs per fact:
 
 * the sets C (checked), P (proved) and Y (delayed) of a stratum are per-relation run sets
   (:class:`~gpu_engine.runs.RunSet`), added to by appending disjoint sorted runs;
-* CHECK (lines 70-77) is a breadth-first search: a *level* is a batch of facts not checked
-  yet; the level is added to C and saturated as one batch (lines 78-79: its facts that are
-  in Y or hold non-recursively start the forward propagation), then every recursive rule
-  is evaluated once with its head bound to all facts of the level that are still not
-  proved (:func:`~gpu_engine.affected.backward`, lines 73-74), and the body atoms of the
-  current stratum of all these instances, minus C, are the next level (line 75);
+* CHECK (lines 70-77) is a breadth-first search in steps.  A *level* is a batch of
+  facts not checked yet; it is added to C and saturated as one batch (lines 78-79: its
+  facts that are in Y or hold non-recursively start the forward propagation).  Its facts
+  that are still not proved are *expanded*: every recursive rule is evaluated once with
+  its head bound to all of them (:func:`~gpu_engine.affected.backward`, lines 73-74).
+  The instances found are released gradually, as a depth-first search would visit them
+  one after the other: the k-th instance of a fact (k = 0, 1, 2, ...) is released
+  ``1 + SPREAD * floor(log2(k + 1))`` steps after the expansion (1, 1, 2, 4, 8, ...
+  instances per release), and only while its head is not proved (line 77).  The body
+  atoms of the current stratum of the instances released at a step, minus C, are the
+  next level (lines 75-76).  CHECK ends when no instance is left to release;
 * SATURATE's forward propagation (lines 80-85) is seminaive: each Δ_P is one pass
   Π_r^s⟦P ∪ (O^{<s} ∩ (I \\ (D \\ A))), I ∪ A : Δ_P⟧ over the whole batch;
 * the non-recursive test of line 79 is one counter lookup for the batch (B/F^c), or, for
@@ -37,20 +42,26 @@ What batching changes, and what it keeps:
 * **Which facts are checked.** Lines 64-66 check the facts of N_D one after the other
   and line 77 stops enumerating the instances of F (lines 73-76) as soon as F is proved,
   so a depth-first CHECK never checks the premises of F's later instances once an earlier
-  one proved F.  A breadth-first level checks the premises of *all* instances of its
-  unproved facts together, before any of them is saturated, so it may check facts that
-  the depth-first order skips (and the order in which lines 64-66 visit N_D no longer
-  matters).  Every fact that is checked is still checked once (lines 71, 78), and a fact
-  is expanded backwards only while it is not proved, as line 77 requires.
+  one proved F.  Here the facts of N_D are checked together and the instances of a fact
+  are released in growing groups while the search below the earlier ones goes on, so
+  some premises are checked that the depth-first order would skip (a fact's instances
+  released in the step its proof is found), and others are skipped that it would check
+  (those of an instance that the depth-first order visits before the one that proves F);
+  with ``SPREAD = 0`` every instance is released at once (plain breadth first).  The
+  order in which lines 64-66 visit N_D no longer matters.  Every fact is still checked
+  at most once (lines 71, 78) and its instances are released only while it is not
+  proved (line 77), and when CHECK ends every checked fact that is not proved has had
+  all its instances released, as after a depth-first CHECK.
 * **The version of line 74.** Instances are enumerated over ``I \\ (D \\ A)`` rather than
   ``I \\ ((D ∪ Δ_D) \\ A)``: Δ_D of the current round is only known when the round's
   CHECK is done.  The larger version only adds instances (more facts checked), never
   proofs: facts are proved by forward chaining from facts that hold (line 85).
 * **What is proved.** After every CHECK, as after every fact-at-a-time CHECK, a checked
-  fact is proved iff it holds in the materialisation of ``E \\ E⁻`` over the new lower
-  strata without insertions (every unproved fact of C had all premises of all its
+  fact is proved iff it follows from the stratum's facts of ``E \\ E⁻`` and the lower
+  strata's facts of ``I \\ (D \\ A)`` (negation over ``I ∪ A``) (every unproved fact of C had all premises of all its
   instances checked, so a fact of C with a derivation tree of facts that hold is reached
-  by the forward propagation from its leaves).  So the facts of N_D \\ D proved, Δ_D, D,
+  by the forward propagation from its leaves: paper 000's argument for Algorithm 3 needs
+  no more than this closure).  So the facts of N_D \\ D proved, Δ_D, D,
   the deleted facts, the final materialisation and the counters C_nr are those of the
   fact-at-a-time version, and the facts checked by both versions are proved by both or
   by neither; ``UpdateStats.overdeleted``, ``rederived`` and ``added`` agree, while
@@ -60,6 +71,7 @@ What batching changes, and what it keeps:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kernels.backend import INDEX
@@ -74,6 +86,7 @@ from .stratify import Stratum
 from .views import View
 
 Batch = dict[str, RowSet]  # per relation: sorted unique rows (nonempty)
+SPREAD = 2  # steps between the releases of 1, 1, 2, 4, 8, ... instances of a fact
 
 
 def bf(u: Update, with_counters: bool, observe: Any = None) -> None:
@@ -88,6 +101,18 @@ def bf(u: Update, with_counters: bool, observe: Any = None) -> None:
         if observe is not None:
             observe(s, st.C, st.P)
         u.insert(s, {}, counters=with_counters)  # line 55
+
+
+@dataclass
+class _Pending:
+    """Instances of one recursive rule waiting to be released: their heads (``owner``,
+    columns of relation ``head``) and the values of the variables of ``atoms``."""
+
+    head: str
+    owner: tuple[Any, ...]
+    atoms: list[Atom]
+    vals: dict[str, Any]
+    n: int
 
 
 class _Stratum:
@@ -143,40 +168,73 @@ class _Stratum:
     # --- lines 70-77 ---------------------------------------------------------------------
 
     def check(self, facts: Batch) -> None:
-        """CHECK of a batch of facts, breadth first (see the module docstring)."""
+        """CHECK of a batch of facts: breadth first with instances released gradually
+        (see the module docstring)."""
         level = self._unchecked(facts)  # line 71
-        while level:
-            for r, f in level.items():
-                self.C[r] = self.C[r].append(f)  # line 78
-            self.saturate(level)  # lines 72, 79-86
-            still = {r: o for r, f in level.items()
-                     if len(o := f.select(~self.P[r].has(f)))}  # line 77
-            if not still:
+        pending: dict[int, list[_Pending]] = {}  # instances by the step that releases them
+        step = 0
+        while True:
+            if level:
+                for r, f in level.items():
+                    self.C[r] = self.C[r].append(f)  # line 78
+                self.saturate(level)  # lines 72, 79-86
+                still = {r: o for r, f in level.items()
+                         if len(o := f.select(~self.P[r].has(f)))}  # line 77
+                self._expand(still, step, pending)  # lines 73-74
+            if not pending:
                 return
-            level = self._unchecked(self.premises(still))  # lines 73-76
+            step = max(step + 1, min(pending))
+            level = self._unchecked(self._release(pending.pop(step)))  # lines 75-76
 
     def _unchecked(self, facts: Batch) -> Batch:
         return {r: n for r, f in facts.items() if len(n := self.C[r].new_rows(f))}
 
-    def premises(self, facts: Batch) -> Batch:
-        """Lines 73-75: the body atoms of O^s of every instance r' of a recursive rule with
-        h(r') one of ``facts``, over ``I \\ (D \\ A)`` (negation over ``I ∪ A``)."""
-        u, be = self.u, self.be
-        xp = be.xp
-        parts: dict[str, list[RowSet]] = {}
+    def _expand(self, facts: Batch, step: int, pending: dict[int, list[_Pending]]) -> None:
+        """Lines 73-74: every instance r' of a recursive rule with h(r') one of ``facts``,
+        over ``I \\ (D \\ A)`` (negation over ``I ∪ A``), one backward evaluation per
+        rule; the k-th instance of a fact (k = 0, 1, ...) is released at step
+        ``step + 1 + floor(log2(k + 1))``."""
+        u, xp = self.u, self.be.xp
         for rule, atoms, wanted in self.mine:
             rows = facts.get(rule.head.relation)
             if rows is None:
                 continue
             outs = backward(u.ev, rule, rows, u.state.mid, u.state.old_plus, wanted)
-            n = sum(o.n for o in outs)
             u.stats.backward += sum(o.count for o in outs)
-            if not n:
+            if not outs:
                 continue
-            cols = {v: xp.concatenate([o.cols[i + 1] for o in outs]) if len(outs) > 1
-                    else outs[0].cols[i + 1] for i, v in enumerate(wanted)}
-            for a in atoms:
-                acols = tuple(cols[t.name] if isinstance(t, Var)
+            cols = [xp.concatenate([o.cols[i] for o in outs]) if len(outs) > 1
+                    else outs[0].cols[i] for i in range(len(wanted) + 1)]
+            n = len(cols[0])
+            if not atoms or n == 0:
+                continue
+            order = xp.argsort(cols[0], kind="stable")
+            cols = [c[order] for c in cols]
+            fact = cols[0]
+            rank = xp.arange(n, dtype=INDEX) - xp.searchsorted(fact, fact, side="left")
+            delay = SPREAD * xp.floor(xp.log2(rank + 1)).astype(INDEX)
+            for d in self.be.to_host(xp.unique(delay)).tolist():
+                sel = xp.flatnonzero(delay == d)
+                owner = tuple(c[fact[sel]] for c in rows.cols)
+                vals = {v: cols[i + 1][sel] for i, v in enumerate(wanted)}
+                pending.setdefault(step + 1 + int(d), []).append(
+                    _Pending(rule.head.relation, owner, atoms, vals, len(sel)))
+
+    def _release(self, entries: list[_Pending]) -> Batch:
+        """Line 75: the body atoms of O^s of released instances whose head is not
+        proved yet (line 77)."""
+        u, be = self.u, self.be
+        xp = be.xp
+        parts: dict[str, list[RowSet]] = {}
+        for e in entries:
+            keep = ~self.P[e.head].contains(e.owner, e.n)
+            n = int(keep.sum())
+            if n == 0:
+                continue
+            idx = None if n == e.n else xp.flatnonzero(keep)
+            for a in e.atoms:
+                acols = tuple((e.vals[t.name] if idx is None else e.vals[t.name][idx])
+                              if isinstance(t, Var)
                               else xp.full(n, const_value(t, u.ev.symbols), dtype=INDEX)
                               for t in a.args)
                 parts.setdefault(a.relation, []).append(

@@ -200,12 +200,16 @@ def _dag(n: int, m: int, seed: int) -> np.ndarray:
     return np.array(sorted(pairs)[:m], dtype=np.int64).reshape(-1, 2)
 
 
+@pytest.mark.parametrize("spread", [BF.SPREAD, 0, 1])
 @pytest.mark.parametrize("algorithm", ["bf", "bfc"])
 @pytest.mark.parametrize("program", list(DAG_PROGRAMS))
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_dag_deletions(program: str, algorithm: str, seed: int) -> None:
+def test_dag_deletions(program: str, algorithm: str, seed: int, spread: int,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Random edges of a small random DAG deleted (5, then 20, then a tenth of the rest,
-    each batch inserted again before the next)."""
+    each batch inserted again before the next); instances released as configured and all
+    at once (``SPREAD = 0``: plain breadth first)."""
+    monkeypatch.setattr(BF, "SPREAD", spread)
     edges = _dag(40, 120, seed)
     batched, oracle = _pair(DAG_PROGRAMS[program], {"edge": edges})
     rng = np.random.default_rng(seed)

@@ -259,7 +259,8 @@ class _Stratum:
             delta: dict[str, RunSet] = {}
             for r, n in new.items():
                 in_c = self.C[r].has(n)
-                d = n.select(in_c & ~self.P[r].has(n))  # line 82
+                d = n.select(in_c)
+                d = d.select(~self.P[r].has(d)) if len(d) else d  # line 82
                 if len(d):
                     delta[r] = RunSet.of(d)
                 y = self.Y[r].new_rows(n.select(~in_c))

@@ -48,7 +48,7 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
     version = {Role.OLD: without_p, Role.DELTA: lambda r: P[r], Role.NEW: pos}
     for i, roles in delta_variants(atoms, lambda r: r in P and len(P[r]) > 0):
         p = P[atoms[i].relation]
-        if not _may_match(ev, atoms[i], p):
+        if not may_match(ev, atoms[i], p):
             continue
         sources: list[Any] = [version[role](b.relation) for b, role in zip(atoms, roles)]
         spec = [[(neg(m.atom.relation), False)] for m in negs]
@@ -71,7 +71,7 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
     return out
 
 
-def _may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
+def may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
     """False when no row of the (small) ``delta`` has the atom's constants, so the
     variant reading it is empty: a delta costs only the rules it can reach (on the CPU;
     on the GPU each look-up would cost a synchronisation)."""

@@ -14,8 +14,8 @@ from typing import Any
 
 from kernels.backend import INDEX
 
-from .affected import VersionOf, affected, rederivable
-from .ir import Rule
+from .affected import VersionOf, affected, may_match, rederivable
+from .ir import Atom, Negation, Rule
 from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -74,7 +74,19 @@ class Update:
             return False
         changed = {n for n in self.state.touched
                    if len(self.state.removed(n)) or len(self.state.added(n))}
-        return not (changed & s.reads)
+        if not (changed & s.reads):
+            return True
+        # finer: no variant of a rule of s can match the changed facts (their constants)
+        for rule in s.rules:
+            for lit in rule.body:
+                if isinstance(lit, Negation) and lit.atom.relation in changed:
+                    return False
+                if isinstance(lit, Atom) and lit.relation in changed:
+                    for part in (self.state.removed(lit.relation),
+                                 self.state.added(lit.relation)):
+                        if len(part) and may_match(self.ev, lit, part):
+                            return False
+        return True
 
     def union(self, name: str, parts: list[RowSet]) -> RowSet:
         return union_rows(self.be, self.arity[name], parts)

@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernels.backend import INDEX
+from kernels.sets import argsort_keys
 
 from .affected import backward, rederivable
 from .expr import const_value, term_vars
@@ -208,7 +209,7 @@ class _Stratum:
             n = len(cols[0])
             if not atoms or n == 0:
                 continue
-            order = xp.argsort(cols[0], kind="stable")
+            order = argsort_keys(self.be, cols[0])
             cols = [c[order] for c in cols]
             fact = cols[0]
             rank = xp.arange(n, dtype=INDEX) - xp.searchsorted(fact, fact, side="left")

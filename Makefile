@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## demo: materialise LUBM(1) with the LUBM_L rules (GPU if present, else CPU)
 demo: $(STAMP)
-	$(PY) -m host.demo
+	$(PY) -m gpu_engine.host.demo
 
 ## test: the whole test suite (GPU-marked tests run when CuPy finds a GPU)
 test: $(STAMP)

@@ -289,7 +289,7 @@ def _read_lubm(path: Path, cache_dir: Path | None) -> Any:
         return feather.read_table(cached)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
-    from host.ntriples import read_ntriples
+    from gpu_engine.host.ntriples import read_ntriples
 
     table: pa.Table = read_ntriples(path)
     if cached is not None:

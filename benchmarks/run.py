@@ -141,7 +141,7 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
         workload = Workload(program=prog.name, outputs=prog.outputs, edges=edges,
                             souffle_text=prog.text, edb=prog.edb)
     else:
-        from host.ntriples import read_ntriples
+        from gpu_engine.host.ntriples import read_ntriples
 
         prog = lubm_program(spec["benchmark"])
         nt_path = lubm_data_path(ds["universities"])

@@ -63,8 +63,9 @@ def measure(label: str, fn: Any, rows: int, cols: int, nbytes: int, emit: Any) -
 
 
 def run(rows: int, master: str, emit: Any, default_batches: bool = True) -> None:
+    from gpu_engine.host import spark_adapter as sa
+
     from gpu_engine import Reasoner
-    from host import spark_adapter as sa
 
     spark = sa.local_session(master, app="gpu-engine-bench-exchange")
     emit({"benchmark": "spark-exchange", "direction": "session", "master": master,
@@ -100,7 +101,7 @@ def run(rows: int, master: str, emit: Any, default_batches: bool = True) -> None
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "e.parquet"
         measure("parquet write (spark)", lambda: e_df.write.parquet(str(path)), rows, k, nb, emit)
-        from host.parquet_io import read_parquet_facts
+        from gpu_engine.host.parquet_io import read_parquet_facts
 
         r2 = Reasoner(prog, device="cpu")
         measure("parquet read (engine)",

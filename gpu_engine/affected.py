@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernels.backend import INDEX
+from gpu_engine.kernels.backend import INDEX
 
 from .expr import const_value
 from .ir import Atom, Call, Compare, Const, Negation, Rule, Var

@@ -74,8 +74,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernels.backend import INDEX
-from kernels.sets import argsort_keys
+from gpu_engine.kernels.backend import INDEX
+from gpu_engine.kernels.sets import argsort_keys
 
 from .affected import backward, rederivable
 from .expr import const_value, term_vars

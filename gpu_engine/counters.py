@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from . import runs as R
 from .rowset import RowSet

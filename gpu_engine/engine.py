@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from . import small_rounds
 from .counters import Counters, flat

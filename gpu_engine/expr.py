@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from .ir import Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
 from .values import c_div, encode_scalar, float_decode, float_encode, int_pow, wrap

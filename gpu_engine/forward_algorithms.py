@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels.backend import INDEX
+from gpu_engine.kernels.backend import INDEX
 
 from .affected import VersionOf, affected, may_match, rederivable
 from .ir import Atom, Negation, Rule

@@ -109,7 +109,7 @@ def rebuild(engine: Any, s: Stratum, plans: list[ModulePlan]) -> list[Module]:
     """Module state for a materialisation that was loaded or maintained without it:
     X_R = the R facts with a derivation outside the TC module (explicit, or by another
     rule of the program over I), C_R = the components of the R facts."""
-    from kernels import components as CC
+    from gpu_engine.kernels import components as CC
 
     be, ev, xp = engine.be, engine.evaluator, engine.be.xp
     mods = instantiate(plans, be)

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernels import components as CC
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels import components as CC
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from .affected import VersionOf, affected, rederivable
 from .ir import Atom, Rule, Var

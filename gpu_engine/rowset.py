@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels import keys as K
-from kernels import sets as S
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels import keys as K
+from gpu_engine.kernels import sets as S
+from gpu_engine.kernels.backend import INDEX, Backend
 
 
 @dataclass
@@ -29,7 +29,7 @@ class JoinIndex:
     def offsets(self, be: Backend) -> Any:
         """Direct-address (CSR) offsets when the packed keys are dense enough, else None."""
         if self._offsets is False:
-            from kernels.join import dense_offsets
+            from gpu_engine.kernels.join import dense_offsets
 
             n = len(self.sorted_keys)
             self._offsets = dense_offsets(be, self.sorted_keys, max(4 * n, 1 << 16))
@@ -38,7 +38,7 @@ class JoinIndex:
     def ends(self, be: Backend) -> Any:
         """End of each key's run of equal keys (computed once per index)."""
         if self._ends is None:
-            from kernels.join import run_ends
+            from gpu_engine.kernels.join import run_ends
 
             self._ends = run_ends(be, self.sorted_keys)
         return self._ends
@@ -99,7 +99,7 @@ class RowSet:
             rs = RowSet(be, (), xp.zeros(m, dtype=INDEX), None, m)
             return (rs, xp.full(m, n, dtype=INDEX)) if return_counts else rs
         if weights is not None and return_counts and len(cols[0]):
-            from kernels.group import group_count
+            from gpu_engine.kernels.group import group_count
 
             spec = _spec_for(be, cols)
             keys = (cols[0] if arity == 1 else K.pack(be, cols, spec) if spec is not None
@@ -121,7 +121,7 @@ class RowSet:
             uk, cnt = res if return_counts else (res, None)
             ucols = (uk,) if arity == 1 else K.unpack(be, uk, spec)
         else:  # ranked general path
-            from kernels.group import group_count
+            from gpu_engine.kernels.group import group_count
 
             uk, first, cnt = group_count(be, K.rank_rows(be, cols))
             ucols = S.take_rows(cols, first)
@@ -198,7 +198,7 @@ class RowSet:
             uk, cnt = res if return_counts else (res, None)
             first = None
         elif return_counts:
-            from kernels.group import group_count
+            from gpu_engine.kernels.group import group_count
 
             uk, first, cnt = group_count(be, keys)
         else:

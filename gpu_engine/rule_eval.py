@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
-from kernels import join as J
-from kernels import keys as K
-from kernels import sets as S
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels import join as J
+from gpu_engine.kernels import keys as K
+from gpu_engine.kernels import sets as S
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from .expr import ExprEvaluator, const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var

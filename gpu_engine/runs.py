@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernels.backend import Backend
+from gpu_engine.kernels.backend import Backend
 
 from .rowset import RowSet
 

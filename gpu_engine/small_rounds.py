@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels import small_path as K
+from gpu_engine.kernels import small_path as K
 
 from .expr import const_value, term_vars
 from .ir import Atom, Compare, Const, Negation, Rule, SymbolTable, Term, Var

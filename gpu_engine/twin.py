@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kernels.backend import get_backend
+from gpu_engine.kernels.backend import get_backend
 
 from .counters import Counters
 from .rowset import RowSet

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from . import counters as C
 from .rowset import RowSet

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.backend import INDEX, Backend
+from gpu_engine.kernels.backend import INDEX, Backend
 
 from .ir import ColumnType
 

@@ -1,4 +1,4 @@
-"""``python -m host.demo`` (``make demo``): materialise LUBM(1) with the LUBM_L rules.
+"""``python -m gpu_engine.host.demo`` (``make demo``): materialise LUBM(1) with the LUBM_L rules.
 
 Loads ``examples/lubm/lubm1.nt.gz`` with the N-Triples reader, materialises
 ``examples/lubm/LUBM_L.dl`` (GPU when one is usable, else CPU), prints timings and the
@@ -16,7 +16,10 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE_DIR = REPO_ROOT / "examples" / "lubm"
+# the source tree's examples/, or the copy an installed wheel holds (gpu_engine/examples)
+EXAMPLE_DIR = next((d for d in (REPO_ROOT / "examples" / "lubm",
+                                REPO_ROOT / "gpu_engine" / "examples" / "lubm") if d.is_dir()),
+                   REPO_ROOT / "examples" / "lubm")
 DATA = EXAMPLE_DIR / "lubm1.nt.gz"
 PROGRAM = EXAMPLE_DIR / "LUBM_L.dl"
 EXPECTED_TOTAL = 121_512  # IDB facts of LUBM_L on LUBM(1), reference computed with clingo 5.8.3
@@ -37,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     args = ap.parse_args(argv)
 
+    from gpu_engine.host.ntriples import read_ntriples
+
     from gpu_engine import Reasoner
-    from host.ntriples import read_ntriples
 
     text = PROGRAM.read_text(encoding="utf-8")
     t0 = time.perf_counter()

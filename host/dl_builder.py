@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Transformer
-
-from gpu_engine.ir import Location, ProgramError
-from host.dl_syntax import (
+from gpu_engine.host.dl_syntax import (
     DeclStmt,
     IOStmt,
     Named,
@@ -33,6 +30,9 @@ from host.dl_syntax import (
     SWild,
     TypeStmt,
 )
+from lark import Token, Transformer
+
+from gpu_engine.ir import Location, ProgramError
 
 _ESCAPES = {
     '"': '"',

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from gpu_engine import ir
-from gpu_engine.ir import Const, Location, ProgramError
-from host.dl_result import Directive, ParsedProgram
-from host.dl_syntax import (
+from gpu_engine.host.dl_result import Directive, ParsedProgram
+from gpu_engine.host.dl_syntax import (
     DeclStmt,
     IOStmt,
     NoteStmt,
@@ -28,8 +26,11 @@ from host.dl_syntax import (
     Statement,
     TypeStmt,
 )
-from host.dl_typecheck import ClauseTyper
-from host.dl_types import TypeEnv
+from gpu_engine.host.dl_typecheck import ClauseTyper
+from gpu_engine.host.dl_types import TypeEnv
+
+from gpu_engine import ir
+from gpu_engine.ir import Const, Location, ProgramError
 
 MAX_DISJUNCTS = 4096  # rules one clause may expand to
 

@@ -11,8 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpu_engine.host.dl_syntax import (
+    SAtom,
+    SCall,
+    SCast,
+    SCmp,
+    SLiteral,
+    SNegAtom,
+    STerm,
+    SVar,
+    SWild,
+)
+
 from gpu_engine.ir import ProgramError
-from host.dl_syntax import SAtom, SCall, SCast, SCmp, SLiteral, SNegAtom, STerm, SVar, SWild
 
 
 def term_vars(t: STerm) -> Iterator[SVar]:

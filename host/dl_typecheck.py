@@ -9,11 +9,9 @@ Constant subterms and ground comparisons are folded with 32-bit semantics.
 
 from __future__ import annotations
 
-from gpu_engine import ir
-from gpu_engine.ir import Call, ColumnType, Const, ProgramError, Var
-from host.dl_fold import compare_consts, fold_call, to_float32, wrap_number
-from host.dl_safety import check_safety, term_vars
-from host.dl_syntax import (
+from gpu_engine.host.dl_fold import compare_consts, fold_call, to_float32, wrap_number
+from gpu_engine.host.dl_safety import check_safety, term_vars
+from gpu_engine.host.dl_syntax import (
     SAtom,
     SCall,
     SCast,
@@ -26,7 +24,10 @@ from host.dl_syntax import (
     SVar,
     SWild,
 )
-from host.dl_types import TypeEnv
+from gpu_engine.host.dl_types import TypeEnv
+
+from gpu_engine import ir
+from gpu_engine.ir import Call, ColumnType, Const, ProgramError, Var
 
 NUMERIC = ("number", "unsigned", "float")
 INTEGRAL = ("number", "unsigned")

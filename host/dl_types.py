@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gpu_engine.host.dl_syntax import Named, TypeStmt
+
 from gpu_engine.ir import COLUMN_TYPES, ColumnType, Location, ProgramError
-from host.dl_syntax import Named, TypeStmt
 
 
 class TypeEnv:

@@ -22,14 +22,14 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from gpu_engine.host.dl_builder import Builder
+from gpu_engine.host.dl_lexer import DatalogLexer, LexError
+from gpu_engine.host.dl_lower import Lowering
+from gpu_engine.host.dl_result import Directive, ParsedProgram
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from gpu_engine.ir import Location, ProgramError
-from host.dl_builder import Builder
-from host.dl_lexer import DatalogLexer, LexError
-from host.dl_lower import Lowering
-from host.dl_result import Directive, ParsedProgram
 
 __all__ = ["Directive", "ParsedProgram", "parse_file", "parse_program"]
 

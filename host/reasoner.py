@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from gpu_engine.kernels.backend import get_backend
 
 from gpu_engine.engine import Engine
 from gpu_engine.ir import ProgramError
 from gpu_engine.stats import MaterialisationStats, UpdateStats
 from gpu_engine.values import encode_scalar
-from kernels.backend import get_backend
 
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows

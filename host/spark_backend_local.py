@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from gpu_engine.kernels.backend import get_backend
 
 from gpu_engine.engine import Engine
 from gpu_engine.ir import Program, Relation, Rule
-from kernels.backend import get_backend
 
 from .dictionary import SymbolTable
 from .io import decode_column

@@ -1,12 +1,22 @@
-"""Numba kernels for CPU hot paths that array operations serve poorly.
+"""Numba kernels for CPU hot paths that array operations serve poorly or on one core only.
 
-Used only on the NumPy backend, for large inputs; each has an array-operation fallback
-of identical semantics in the calling kernel (and the GPU path never comes here).
+Used only on the NumPy backend, for large inputs (``MIN_ROWS``); each has an
+array-operation fallback of identical semantics in the calling kernel (and the GPU path
+never comes here).  The kernels split their work into a few chunks per thread
+(``njit(parallel=True)``), so they use every core; merges find each chunk's start in
+both inputs by a binary search (merge path).
+
+Measured against NumPy on the 2-core machine (10^6..5*10^7 int64, shared with other
+work): packing keys 2.5-4x faster, unpacking 2x, merging two sorted runs 8-10x.  Not
+kept: a chunked parallel sort (NumPy's vectorised single-thread sort was as fast idle and
+2x faster with the other core busy) and a parallel distinct-of-sorted (no gain).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .numba_cache import CACHE
 
 try:
     import numba
@@ -18,9 +28,18 @@ except ImportError:  # pragma: no cover - numba is a dependency, but stay import
 
 MIN_ROWS = 1 << 17  # below this the NumPy path is as fast (and needs no compilation)
 
+
+def threads() -> int:
+    return numba.get_num_threads() if AVAILABLE else 1
+
+
+def _chunks() -> int:
+    return 4 * threads()
+
+
 if AVAILABLE:
 
-    @njit(parallel=True, cache=True, nogil=True)
+    @njit(parallel=True, cache=CACHE, nogil=True)
     def _isin_sorted_merge(needles: np.ndarray, hay: np.ndarray, out: np.ndarray,
                            chunks: int) -> None:
         n = needles.shape[0]
@@ -43,13 +62,13 @@ def isin_sorted_merge(needles: np.ndarray, hay: np.ndarray) -> np.ndarray:
     """Membership of sorted needles in a sorted haystack by a parallel linear merge."""
     out = np.empty(needles.shape[0], dtype=np.bool_)
     _isin_sorted_merge(np.ascontiguousarray(needles), np.ascontiguousarray(hay), out,
-                       4 * numba.get_num_threads())
+                       _chunks())
     return out
 
 
 if AVAILABLE:
 
-    @njit(parallel=True, cache=True, nogil=True)
+    @njit(parallel=True, cache=CACHE, nogil=True)
     def _expand(lo: np.ndarray, counts: np.ndarray, starts: np.ndarray, base: int,
                 probe_idx: np.ndarray, build_pos: np.ndarray) -> None:
         for i in prange(counts.shape[0]):
@@ -69,3 +88,137 @@ def expand(lo: np.ndarray, counts: np.ndarray, base: int, total: int
     _expand(np.ascontiguousarray(lo), np.ascontiguousarray(counts), starts, base,
             probe_idx, build_pos)
     return probe_idx, build_pos
+
+
+# --- packed keys --------------------------------------------------------------------------
+
+if AVAILABLE:
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _pack(cols, offs: np.ndarray, shifts: np.ndarray, out: np.ndarray) -> None:
+        k = len(cols)
+        for i in prange(out.shape[0]):
+            v = (cols[0][i] - offs[0]) << shifts[0]
+            for j in range(1, k):
+                v |= (cols[j][i] - offs[j]) << shifts[j]
+            out[i] = v
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _unpack(keys: np.ndarray, offs: np.ndarray, masks: np.ndarray, shifts: np.ndarray,
+                outs) -> None:
+        k = len(outs)
+        for i in prange(keys.shape[0]):
+            v = keys[i]
+            for j in range(k):
+                outs[j][i] = ((v >> shifts[j]) & masks[j]) + offs[j]
+
+
+def pack(cols, offsets, shifts) -> np.ndarray:
+    """``sum((c - off) << sh)`` over the columns, in one parallel pass (see keys.pack)."""
+    cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
+    out = np.empty(len(cols[0]), dtype=np.int64)
+    _pack(cols, np.asarray(offsets, dtype=np.int64), np.asarray(shifts, dtype=np.int64), out)
+    return out
+
+
+def unpack(keys: np.ndarray, offsets, widths, shifts) -> tuple[np.ndarray, ...]:
+    """The columns of packed keys (see keys.unpack), in one parallel pass."""
+    n = len(keys)
+    outs = tuple(np.empty(n, dtype=np.int64) for _ in offsets)
+    masks = np.asarray([(1 << w) - 1 for w in widths], dtype=np.int64)
+    _unpack(np.ascontiguousarray(keys), np.asarray(offsets, dtype=np.int64), masks,
+            np.asarray(shifts, dtype=np.int64), outs)
+    return outs
+
+
+# --- merging sorted runs ------------------------------------------------------------------
+
+if AVAILABLE:
+
+    @njit(cache=CACHE, nogil=True)
+    def _split(a: np.ndarray, b: np.ndarray, d: int) -> int:
+        """How many of the first ``d`` outputs of merging a and b come from a (on equal
+        values b's come first)."""
+        lo = max(0, d - b.shape[0])
+        hi = min(d, a.shape[0])
+        while lo < hi:
+            i = (lo + hi) // 2
+            if a[i] < b[d - i - 1]:
+                lo = i + 1
+            else:
+                hi = i
+        return lo
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _merge(a: np.ndarray, b: np.ndarray, out: np.ndarray, chunks: int) -> None:
+        na = a.shape[0]
+        nb = b.shape[0]
+        n = na + nb
+        step = (n + chunks - 1) // chunks
+        for c in prange(chunks):
+            s = c * step
+            e = min(n, s + step)
+            if s >= e:
+                continue
+            i = _split(a, b, s)
+            j = s - i
+            for k in range(s, e):
+                if j >= nb or (i < na and a[i] < b[j]):
+                    out[k] = a[i]
+                    i += 1
+                else:
+                    out[k] = b[j]
+                    j += 1
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _merge_positions(a: np.ndarray, b: np.ndarray, pos_a: np.ndarray, pos_b: np.ndarray,
+                         chunks: int) -> None:
+        na = a.shape[0]
+        nb = b.shape[0]
+        n = na + nb
+        step = (n + chunks - 1) // chunks
+        for c in prange(chunks):
+            s = c * step
+            e = min(n, s + step)
+            if s >= e:
+                continue
+            i = _split(a, b, s)
+            j = s - i
+            for k in range(s, e):
+                if j >= nb or (i < na and a[i] < b[j]):
+                    pos_a[i] = k
+                    i += 1
+                else:
+                    pos_b[j] = k
+                    j += 1
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _scatter2(ca: np.ndarray, pos_a: np.ndarray, cb: np.ndarray, pos_b: np.ndarray,
+                  out: np.ndarray) -> None:
+        for i in prange(ca.shape[0]):
+            out[pos_a[i]] = ca[i]
+        for j in prange(cb.shape[0]):
+            out[pos_b[j]] = cb[j]
+
+
+def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted merge of two sorted arrays (equal values: b's first), in parallel."""
+    out = np.empty(len(a) + len(b), dtype=np.result_type(a, b))
+    _merge(np.ascontiguousarray(a), np.ascontiguousarray(b), out, _chunks())
+    return out
+
+
+def merge_positions(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the elements of two sorted arrays land in their merge (see :func:`merge`)."""
+    pos_a = np.empty(len(a), dtype=np.int64)
+    pos_b = np.empty(len(b), dtype=np.int64)
+    _merge_positions(np.ascontiguousarray(a), np.ascontiguousarray(b), pos_a, pos_b, _chunks())
+    return pos_a, pos_b
+
+
+def scatter2(ca: np.ndarray, pos_a: np.ndarray, cb: np.ndarray, pos_b: np.ndarray
+             ) -> np.ndarray:
+    """``out[pos_a] = ca; out[pos_b] = cb`` for positions that cover ``out`` once."""
+    out = np.empty(len(ca) + len(cb), dtype=np.result_type(ca, cb))
+    _scatter2(np.ascontiguousarray(ca), pos_a, np.ascontiguousarray(cb), pos_b, out)
+    return out

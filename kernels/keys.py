@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import cpu_numba as _numba
 from .backend import INDEX, Backend
 
 Columns = Sequence[Any]
@@ -66,6 +67,8 @@ def pack(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     xp = be.xp
     if not cols:
         return xp.zeros(0, dtype=INDEX)
+    if _parallel(be, len(cols[0])):
+        return _numba.pack(cols, spec.offsets, spec.shifts)
     key = (cols[0] - spec.offsets[0]) << spec.shifts[0]
     for c, off, sh in zip(cols[1:], spec.offsets[1:], spec.shifts[1:]):
         key |= (c - off) << sh
@@ -137,5 +140,12 @@ def joint_keys(be: Backend, a: Columns, b: Columns) -> tuple[Any, Any]:
 
 def unpack(be: Backend, key: Any, spec: KeySpec) -> tuple[Any, ...]:
     """The columns a packed key was made of (inverse of :func:`pack`)."""
+    if _parallel(be, len(key)):
+        return _numba.unpack(key, spec.offsets, spec.widths, spec.shifts)
     return tuple(((key >> sh) & ((1 << w) - 1)) + off
                  for off, w, sh in zip(spec.offsets, spec.widths, spec.shifts))
+
+
+def _parallel(be: Backend, n: int) -> bool:
+    """Whether the parallel CPU kernel serves ``n`` rows (NumPy backend, large inputs)."""
+    return not be.is_gpu and n >= _numba.MIN_ROWS and _numba.AVAILABLE

@@ -52,7 +52,7 @@ def isin_sorted(be: Backend, keys: Any, sorted_keys: Any, keys_sorted: bool = Fa
     xp = be.xp
     if len(sorted_keys) == 0 or len(keys) == 0:
         return xp.zeros(len(keys), dtype=bool)
-    if keys_sorted and not be.is_gpu and len(keys) >= _numba.MIN_ROWS and _numba.AVAILABLE:
+    if keys_sorted and _parallel(be, len(keys)):
         return _numba.isin_sorted_merge(keys, sorted_keys)
     idx = xp.searchsorted(sorted_keys, keys)
     idx = xp.minimum(idx, len(sorted_keys) - 1)
@@ -73,6 +73,14 @@ def merge_disjoint(
         return a_keys, tuple(a_cols)
     if na == 0:
         return b_keys, tuple(b_cols)
+    if _parallel(be, na + nb):
+        out_keys = _numba.merge(a_keys, b_keys)
+        if not a_cols:
+            return out_keys, ()
+        pos_a, pos_b = _numba.merge_positions(a_keys, b_keys)
+        return out_keys, tuple(out_keys if (ca is a_keys and cb is b_keys)
+                               else _numba.scatter2(ca, pos_a, cb, pos_b)
+                               for ca, cb in zip(a_cols, b_cols))
     pos_b = xp.searchsorted(a_keys, b_keys) + xp.arange(nb, dtype=INDEX)
     is_b = xp.zeros(na + nb, dtype=bool)
     is_b[pos_b] = True
@@ -92,6 +100,8 @@ def merge_disjoint(
 def merge_positions(be: Backend, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
     """Where the rows of two sorted disjoint sets land in their merge (for aligned arrays)."""
     xp = be.xp
+    if _parallel(be, len(a_keys) + len(b_keys)) and len(a_keys) and len(b_keys):
+        return _numba.merge_positions(a_keys, b_keys)
     pos_b = xp.searchsorted(a_keys, b_keys) + xp.arange(len(b_keys), dtype=INDEX)
     is_b = xp.zeros(len(a_keys) + len(b_keys), dtype=bool)
     is_b[pos_b] = True
@@ -108,3 +118,8 @@ def unique_keys(be: Backend, keys: Any, return_counts: bool = False) -> Any:
         return sk[pos]
     ends = xp.concatenate([pos[1:], xp.asarray([n], dtype=INDEX)])
     return sk[pos], (ends - pos).astype(INDEX)
+
+
+def _parallel(be: Backend, n: int) -> bool:
+    """Whether the parallel CPU kernel serves ``n`` rows (NumPy backend, large inputs)."""
+    return not be.is_gpu and n >= _numba.MIN_ROWS and _numba.AVAILABLE

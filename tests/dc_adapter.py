@@ -473,7 +473,7 @@ def _engine_errors() -> tuple[type[BaseException], ...]:
     from gpu_engine import ProgramError
 
     try:
-        from host.io import FactsError
+        from gpu_engine.host.io import FactsError
     except ImportError:  # pragma: no cover - older layouts
         return (ProgramError,)
     return (ProgramError, FactsError)

@@ -22,6 +22,7 @@ import bf_oracle
 import numpy as np
 import pytest
 from generators import Program, describe, engine_facts, programs, render_program, updates
+from gpu_engine.host.reasoner import Reasoner
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from reference import derivation_counts, explicit_facts
@@ -30,7 +31,6 @@ from test_update import EXAMPLES as UPDATE_EXAMPLES
 from test_update import derived_facts, engine_update, reference, updated_facts, with_facts
 
 import gpu_engine.backward_forward as BF
-from host.reasoner import Reasoner
 
 Fact = tuple[str, tuple[int, ...]]
 Observed = list[tuple[int, set[Fact], set[Fact]]]  # (stratum, checked, proved)

@@ -6,17 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from kernels.backend import get_backend
-from kernels.components import (
+from gpu_engine.kernels.backend import get_backend
+from gpu_engine.kernels.components import (
     connected_components,
     hook_and_shortcut,
     iter_pairs,
     pair_counts,
     pairs,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------- judges
 

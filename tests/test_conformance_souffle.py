@@ -93,7 +93,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 def run_cli(program: Path, facts: Path, out: Path, device: str) -> tuple[int, str, str]:
     """Run ``gpu-engine run`` in-process; returns (exit status, stdout, stderr)."""
-    from host.cli import main
+    from gpu_engine.host.cli import main
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with (

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from host.cli import main
-from host.reasoner import Reasoner
-from host.store import current_version, open_store
+from gpu_engine.host.cli import main
+from gpu_engine.host.reasoner import Reasoner
+from gpu_engine.host.store import current_version, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 50
@@ -90,7 +89,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
                  str(tmp_path / "out"), "--store", str(store), "--device", "cpu"]) == 0
     updates = []  # update k leads from state k to state 1 - k
     for k, (ins, dele) in enumerate(((x, y), (y, x))):
-        updates.append([sys.executable, "-m", "host.cli", "update", str(store), "--insert",
+        updates.append([sys.executable, "-m", "gpu_engine.host.cli", "update", str(store), "--insert",
                         str(write_edges(tmp_path / f"ins{k}", ins)), "--delete",
                         str(write_edges(tmp_path / f"del{k}", dele)), "--device", "cpu",
                         "--quiet"])  # the default algorithm: DRed^c, which keeps counters

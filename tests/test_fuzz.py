@@ -98,7 +98,7 @@ def test_arithmetic_matches_reference(program: Program, device: str) -> None:
 @given(program=programs())
 def test_cli_matches_reference(program: Program, device: str) -> None:
     """``gpu-engine run -F -D`` with fact files writes the reference's tuples to every .csv."""
-    from host.cli import main
+    from gpu_engine.host.cli import main
 
     expected = _expected(program)
     text = render_program(program, inputs=True)

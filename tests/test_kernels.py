@@ -6,11 +6,10 @@ import itertools
 
 import numpy as np
 import pytest
+from gpu_engine.kernels import group, join, keys, sets
+from gpu_engine.kernels.backend import get_backend, gpu_available
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from kernels import group, join, keys, sets
-from kernels.backend import get_backend, gpu_available
 
 BACKENDS = ["cpu"] + (["gpu"] if gpu_available() else [])
 PARAMS = [pytest.param(b, marks=pytest.mark.gpu) if b == "gpu" else b for b in BACKENDS]

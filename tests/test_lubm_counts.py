@@ -14,8 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-from host.ntriples import read_ntriples
+from gpu_engine.host.ntriples import read_ntriples
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-from host.ntriples import parse_ntriples_bytes, read_ntriples
+from gpu_engine.host.ntriples import parse_ntriples_bytes, read_ntriples
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LUBM1 = REPO_ROOT / "examples" / "lubm" / "lubm1.nt.gz"

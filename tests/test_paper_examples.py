@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from gpu_engine.host.reasoner import ProgramError, Reasoner
 from test_update import ALGORITHMS, FULL_COUNTERS, NR_COUNTERS
-
-from host.reasoner import ProgramError, Reasoner
 
 Fact = tuple[object, ...]
 Facts = dict[str, set[Fact]]

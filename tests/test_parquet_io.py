@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from gpu_engine.host.cli import main as cli_main
+from gpu_engine.host.io import FactsError
+from gpu_engine.host.parquet_io import write_parquet_dataset
+from gpu_engine.host.store import open_store
 
 from gpu_engine import Reasoner
-from host.cli import main as cli_main
-from host.io import FactsError
-from host.parquet_io import write_parquet_dataset
-from host.store import open_store
 
 PROG = """.decl edge(x:number, y:number, w:symbol)
 .decl path(x:number, y:number)

@@ -6,12 +6,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from gpu_engine.host.dl_fold import fold_call, to_float32, wrap_number
+from gpu_engine.host.dl_lexer import DatalogLexer
+from gpu_engine.host.parser import Directive, ParsedProgram, parse_file, parse_program
 from lark import Lark, logger
 
 from gpu_engine.ir import Atom, Call, Compare, Const, Negation, ProgramError, Var
-from host.dl_fold import fold_call, to_float32, wrap_number
-from host.dl_lexer import DatalogLexer
-from host.parser import Directive, ParsedProgram, parse_file, parse_program
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CASE_DIRS = sorted(p.parent for p in SHARED.glob("conformance/souffle*/*/*.dl"))

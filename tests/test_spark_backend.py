@@ -15,12 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from generators import NUMBER, Program, programs, render_program
+from gpu_engine.host.parser import parse_program
+from gpu_engine.host.spark_adapter import from_arrow, to_arrow
+from gpu_engine.host.spark_backend import SparkRunner, decomposition_plan
 from hypothesis import given, note, settings
 
 from gpu_engine.ir import ProgramError
-from host.parser import parse_program
-from host.spark_adapter import from_arrow, to_arrow
-from host.spark_backend import SparkRunner, decomposition_plan
 
 pytestmark = pytest.mark.spark
 
@@ -284,8 +284,9 @@ def test_unsupported_functor_is_rejected(spark: Any) -> None:
 
 
 def _lubm_counts(spark: Any, **kw: Any) -> tuple[dict[str, int], dict[str, int], SparkRunner]:
+    from gpu_engine.host.ntriples import read_ntriples
+
     from gpu_engine import Reasoner
-    from host.ntriples import read_ntriples
 
     path = REPO / "examples" / "lubm" / "lubm1.nt.gz"
     if not path.exists():

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from host.cli import main
-from host.reasoner import Reasoner
-from host.store import (
+from gpu_engine.host.cli import main
+from gpu_engine.host.reasoner import Reasoner
+from gpu_engine.host.store import (
     StoreError,
     current_version,
     open_store,
@@ -485,7 +484,7 @@ def test_concurrent_writers_wait_for_the_lock(case: tuple[Path, Path], tmp_path:
     import sys
     import time
 
-    from host.store import store_lock
+    from gpu_engine.host.store import store_lock
 
     prog, facts = case
     store = tmp_path / "s"
@@ -493,7 +492,7 @@ def test_concurrent_writers_wait_for_the_lock(case: tuple[Path, Path], tmp_path:
     ins = write_dir(tmp_path / "ins", {"edge.facts": "5\t6\n"})
     root = Path(__file__).resolve().parents[1]
     with store_lock(store):
-        proc = subprocess.Popen([sys.executable, "-m", "host.cli", "update", str(store),
+        proc = subprocess.Popen([sys.executable, "-m", "gpu_engine.host.cli", "update", str(store),
                                  "--insert", str(ins), "--algorithm", "remat", "--quiet"],
                                 cwd=root, stderr=subprocess.PIPE)
         time.sleep(3.0)

@@ -38,6 +38,7 @@ from generators import (
     updated_facts,
     updates,
 )
+from gpu_engine.host.reasoner import ProgramError, Reasoner
 from hypothesis import given, note, reject, settings
 from hypothesis import strategies as st
 from reference import (
@@ -53,7 +54,6 @@ from reference import (
 from test_fuzz import MAX_TUPLES, table_rows
 
 import gpu_engine.runs as runs_mod
-from host.reasoner import ProgramError, Reasoner
 
 ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
 FULL_COUNTERS = {"remat2c", "dredc", "counting"}  # c_nr and c_r maintained

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .backend import INDEX, Backend
-from .sets import argsort_keys, unique_sorted_positions
+from .sets import sort_with_order, unique_sorted_positions
 
 
 def group_count(be: Backend, keys: Any, weights: Any | None = None) -> tuple[Any, Any, Any]:
@@ -19,8 +19,7 @@ def group_count(be: Backend, keys: Any, weights: Any | None = None) -> tuple[Any
     if n == 0:
         z = xp.zeros(0, dtype=INDEX)
         return z, z, z
-    order = argsort_keys(be, keys)
-    sk = keys[order]
+    sk, order = sort_with_order(be, keys)
     starts = unique_sorted_positions(be, sk)
     if weights is None:
         ends = xp.concatenate([starts[1:], xp.asarray([n], dtype=INDEX)])

@@ -16,11 +16,42 @@ from .backend import INDEX, Backend
 Columns = Sequence[Any]
 
 
+COMPOSITE_MIN = 256  # CPU: from this size a stable argsort sorts (key, index) composites
+
+
 def argsort_keys(be: Backend, keys: Any) -> Any:
     """A stable permutation that sorts ``keys``."""
     if be.is_gpu:
         return be.xp.argsort(keys)  # CuPy's argsort is a stable radix sort
-    return keys.argsort(kind="stable")
+    return sort_with_order(be, keys)[1]
+
+
+def sort_with_order(be: Backend, keys: Any) -> tuple[Any, Any]:
+    """``keys`` sorted and the stable permutation that sorts them.
+
+    On the CPU, when the key range and the row numbers fit 63 bits together, a value
+    sort of ``(key - min) << b | row`` (NumPy's vectorised sort) gives both: ties are
+    broken by row number, so the permutation is the stable one.  NumPy's stable argsort
+    of int64 (a merge sort) is 7-13x slower from 10^5 rows on.
+    """
+    if be.is_gpu:
+        order = be.xp.argsort(keys)
+        return keys[order], order
+    n = len(keys)
+    if n >= COMPOSITE_MIN and keys.dtype == INDEX:
+        lo, hi = int(keys.min()), int(keys.max())
+        ib = (n - 1).bit_length()
+        if (hi - lo).bit_length() + ib <= 63:
+            rows = be.xp.arange(n, dtype=INDEX)
+            comp = (_numba.pack((keys, rows), (lo, 0), (ib, 0)) if _parallel(be, n)
+                    else ((keys - lo) << ib) | rows)
+            comp.sort()
+            order = comp & ((1 << ib) - 1)
+            comp >>= ib
+            comp += lo
+            return comp, order
+    order = keys.argsort(kind="stable")
+    return keys[order], order
 
 
 def unique_sorted_positions(be: Backend, sorted_keys: Any) -> Any:
@@ -37,8 +68,7 @@ def unique_sorted_positions(be: Backend, sorted_keys: Any) -> Any:
 
 def sort_unique(be: Backend, keys: Any) -> tuple[Any, Any]:
     """Sorted distinct keys and, for each, the index of one row that has it."""
-    order = argsort_keys(be, keys)
-    sk = keys[order]
+    sk, order = sort_with_order(be, keys)
     pos = unique_sorted_positions(be, sk)
     return sk[pos], order[pos]
 

@@ -124,3 +124,71 @@ def test_large_inputs_take_the_parallel_cpu_paths_with_the_same_results(device):
     pi, bpos = be.to_host(pi), be.to_host(bpos)
     assert len(pi) == total and (pk[pi] == bk[bpos]).all()
     assert len(set(zip(pi.tolist(), bpos.tolist()))) == total
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_large_keys_merges_and_sorts_match_the_array_operations(device):
+    """The parallel CPU kernels (packing, merging, composite argsort) give exactly what
+    the plain array operations give."""
+    be = get_backend(device)
+    rng = np.random.default_rng(11)
+    n = 300_000
+    c0, c1 = rng.integers(-5, 1000, n), rng.integers(7, 1 << 20, n)
+    spec = keys.make_spec([int(c0.min()), int(c1.min())], [int(c0.max()), int(c1.max())])
+    k = keys.pack(be, [be.asarray(c0), be.asarray(c1)], spec)
+    want = ((c0 - spec.offsets[0]) << spec.shifts[0]) | ((c1 - spec.offsets[1]) << spec.shifts[1])
+    assert (be.to_host(k) == want).all()
+    u0, u1 = (be.to_host(c) for c in keys.unpack(be, k, spec))
+    assert (u0 == c0).all() and (u1 == c1).all()
+    # stable order of keys with many ties, and group counts through it
+    dup = rng.integers(0, 5000, n)
+    order = be.to_host(sets.argsort_keys(be, be.asarray(dup)))
+    assert (order == np.argsort(dup, kind="stable")).all()
+    uk, first, cnt = (be.to_host(x) for x in group.group_count(be, be.asarray(dup)))
+    wu, wfirst, wcnt = np.unique(dup, return_index=True, return_counts=True)
+    assert (uk == wu).all() and (first == wfirst).all() and (cnt == wcnt).all()
+    sk, idx = (be.to_host(x) for x in sets.sort_unique(be, be.asarray(dup)))
+    assert (sk == wu).all() and (dup[idx] == sk).all()
+    # merge of disjoint sorted runs, with aligned columns and merge positions
+    allk = np.unique(rng.integers(-(1 << 40), 1 << 40, 2 * n))
+    take = rng.random(len(allk)) < 0.3
+    a, b = allk[~take], allk[take]
+    mk, (mc, mk2) = sets.merge_disjoint(be, be.asarray(a), [be.asarray(a * 3), be.asarray(a)],
+                                        be.asarray(b), [be.asarray(b * 3), be.asarray(b)])
+    assert (be.to_host(mk) == allk).all() and (be.to_host(mk2) == allk).all()
+    assert (be.to_host(mc) == allk * 3).all()
+    pa, pb = (be.to_host(x) for x in sets.merge_positions(be, be.asarray(a), be.asarray(b)))
+    assert (pa == np.flatnonzero(~take)).all() and (pb == np.flatnonzero(take)).all()
+    small = b[::100]  # a short run merged into a long one
+    mk, _ = sets.merge_disjoint(be, be.asarray(a), (), be.asarray(small), ())
+    assert (be.to_host(mk) == np.union1d(a, small)).all()
+
+
+@pytest.mark.parametrize("locators, cached", [("UserProvidedCacheLocator", True),
+                                              ("IPythonCacheLocator", False)])
+def test_kernels_work_without_a_writable_numba_cache(locators, cached, tmp_path):
+    """No cache locator for the package (read-only installation, no writable home):
+    the kernels cache into a temporary directory, or, when even that is unusable, are
+    compiled without a cache; importing and calling them works either way."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_LOCATOR_CLASSES"] = locators  # only these are tried: none fits
+    env["TMPDIR"] = str(tmp_path)
+    code = (
+        "import numpy as np, numba\n"
+        "from gpu_engine.kernels import numba_cache, cpu_numba\n"
+        "a, b = np.arange(0, 20, 2), np.arange(1, 21, 2)\n"
+        "assert (cpu_numba.merge(a, b) == np.arange(20)).all()\n"
+        "print(numba_cache.CACHE, numba.config.CACHE_DIR)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    flag, cache_dir = res.stdout.split()
+    assert flag == str(cached)
+    assert cache_dir.startswith(str(tmp_path))

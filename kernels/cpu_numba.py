@@ -14,8 +14,11 @@ kept: a chunked parallel sort (NumPy's vectorised single-thread sort was as fast
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from . import cpu_memory
 from .numba_cache import CACHE
 
 try:
@@ -27,6 +30,16 @@ except ImportError:  # pragma: no cover - numba is a dependency, but stay import
     AVAILABLE = False
 
 MIN_ROWS = 1 << 17  # below this the NumPy path is as fast (and needs no compilation)
+
+
+def use(be: Any, n: int) -> bool:
+    """Whether a parallel kernel serves ``n`` rows on backend ``be`` (NumPy backend, large
+    inputs).  The first time it does, the process keeps freed memory for reuse
+    (:mod:`kernels.cpu_memory`)."""
+    if be.is_gpu or n < MIN_ROWS or not AVAILABLE:
+        return False
+    cpu_memory.keep_freed_memory()
+    return True
 
 
 def threads() -> int:

@@ -86,7 +86,7 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
     total = be.scalar(ends[-1])
     if total == 0:
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
-    if not be.is_gpu and total >= _numba.MIN_ROWS and _numba.AVAILABLE:
+    if _numba.use(be, total):
         return _numba.expand(lo[start:stop], c, start, total)
     # linear expansion: mark where each non-empty run starts, prefix-sum the marks
     nz = xp.flatnonzero(c > 0)

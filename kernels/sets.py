@@ -152,4 +152,4 @@ def unique_keys(be: Backend, keys: Any, return_counts: bool = False) -> Any:
 
 def _parallel(be: Backend, n: int) -> bool:
     """Whether the parallel CPU kernel serves ``n`` rows (NumPy backend, large inputs)."""
-    return not be.is_gpu and n >= _numba.MIN_ROWS and _numba.AVAILABLE
+    return _numba.use(be, n)

@@ -192,3 +192,27 @@ def test_kernels_work_without_a_writable_numba_cache(locators, cached, tmp_path)
     flag, cache_dir = res.stdout.split()
     assert flag == str(cached)
     assert cache_dir.startswith(str(tmp_path))
+
+
+def test_freed_memory_policy_is_applied_once_and_can_be_turned_off():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("from gpu_engine.kernels import cpu_memory as m\n"
+            "a = m.keep_freed_memory(); b = m.keep_freed_memory(); m.release_freed_memory()\n"
+            "print(a, b)\n")
+    root = Path(__file__).resolve().parent.parent
+    outs = {}
+    for flag in ("0", "1"):
+        env = {**os.environ, "GPU_ENGINE_KEEP_FREED_MEMORY": flag}
+        res = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        outs[flag] = res.stdout.split()
+    assert outs["0"] == ["False", "False"]
+    on = outs["1"]
+    assert on[0] == on[1]  # idempotent; True where the C library is glibc
+    if sys.platform == "linux" and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert on[0] == "True"

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from gpu_engine.host.spark_adapter import cancel_jobs
+from gpu_engine.host.spark.adapter import cancel_jobs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,9 +96,9 @@ def run_local(text: str, facts: dict[str, pa.Table]) -> tuple[float, dict[str, i
 
 def run_spark(spark: Any, text: str, facts: dict[str, pa.Table],
               kw: dict[str, Any]) -> tuple[float, dict[str, int], dict[str, Any]]:
-    from gpu_engine.host.parser import parse_program
-    from gpu_engine.host.spark_adapter import from_arrow, local_checkpoint
-    from gpu_engine.host.spark_backend import SparkRunner
+    from gpu_engine.host.lang.parser import parse_program
+    from gpu_engine.host.spark.adapter import from_arrow, local_checkpoint
+    from gpu_engine.host.spark.backend import SparkRunner
 
     program = parse_program(text, "<bench>").program
     frames = {n: local_checkpoint(from_arrow(spark, t)) for n, t in facts.items()}
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--driver-memory", default="6g",
                     help="JVM heap of the local session (the default 1g runs out on DAG-R)")
     args = ap.parse_args(argv)
-    from gpu_engine.host.spark_adapter import local_session
+    from gpu_engine.host.spark.adapter import local_session
 
     spark = local_session(args.master, app="gpu-engine-bench", shuffle_partitions=4,
                           conf={"spark.driver.memory": args.driver_memory})

@@ -63,7 +63,7 @@ def measure(label: str, fn: Any, rows: int, cols: int, nbytes: int, emit: Any) -
 
 
 def run(rows: int, master: str, emit: Any, default_batches: bool = True) -> None:
-    from gpu_engine.host import spark_adapter as sa
+    from gpu_engine.host.spark import adapter as sa
 
     from gpu_engine import Reasoner
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--backend", choices=["local", "spark"], default="local")
     args = ap.parse_args(argv)
-    from gpu_engine.host.spark_adapter import local_session
+    from gpu_engine.host.spark.adapter import local_session
 
     spark = local_session(args.master, app="gpu-engine-example")
     with tempfile.TemporaryDirectory() as tmp:

@@ -44,11 +44,11 @@ def run(spark: Any, workdir: Path, batches: list[list[tuple[int, int, str]]] = B
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from gpu_engine.host.spark.exchange import StreamingUpdateSink
+    from gpu_engine.host.store import open_store, save_store
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     from gpu_engine import Reasoner
-    from gpu_engine.host.spark_exchange import StreamingUpdateSink
-    from gpu_engine.host.store import open_store, save_store
 
     store, incoming, out = workdir / "store", workdir / "incoming", workdir / "out"
     incoming.mkdir(parents=True, exist_ok=True)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args(argv)
-    from gpu_engine.host.spark_adapter import local_session
+    from gpu_engine.host.spark.adapter import local_session
 
     spark = local_session(args.master, app="gpu-engine-streaming-example")
     with tempfile.TemporaryDirectory() as tmp:

@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.store:
             raise ProgramError("--store needs the local backend (the Spark backend keeps no "
                                "derivation counters)")
-        from .spark_adapter import session
+        from .spark.adapter import session
 
         conf = dict(kv.split("=", 1) for kv in args.spark_conf if "=" in kv)
         bad = [kv for kv in args.spark_conf if "=" not in kv]

@@ -5,7 +5,7 @@ reads ``r.parquet`` (a file, or a directory of ``part-*.parquet`` files with Spa
 ``_SUCCESS``/``.crc`` side files ignored and ``key=value`` sub-directories read as
 columns); ``.output r(IO=parquet)`` writes the directory ``r.parquet`` with
 ``part-N.parquet`` files and ``_SUCCESS``, replacing an existing one atomically.
-Columns are named after the ``.decl`` attributes (see :mod:`host.spark_exchange` for the
+Columns are named after the ``.decl`` attributes (see :mod:`host.spark.exchange` for the
 types).
 """
 

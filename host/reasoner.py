@@ -18,7 +18,7 @@ from gpu_engine.values import encode_scalar
 
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows
-from .parser import ParsedProgram, parse_program
+from .lang.parser import ParsedProgram, parse_program
 
 
 class Reasoner:
@@ -34,11 +34,11 @@ class Reasoner:
 
     def __new__(cls, *args: Any, backend: str = "local", **kwargs: Any) -> Reasoner:
         """``backend="spark"`` (with ``spark=session``) gives a
-        :class:`host.spark_reasoner.SparkReasoner`: facts and fixpoint in Spark."""
+        :class:`host.spark.reasoner.SparkReasoner`: facts and fixpoint in Spark."""
         if backend not in ("local", "spark"):
             raise ValueError(f"backend must be 'local' or 'spark', not {backend!r}")
         if backend == "spark" and cls is Reasoner:
-            from .spark_reasoner import SparkReasoner
+            from .spark.reasoner import SparkReasoner
 
             return super().__new__(SparkReasoner)
         return super().__new__(cls)
@@ -116,27 +116,27 @@ class Reasoner:
     def load_spark(self, relation: str, df: Any, columns: list[str] | None = None) -> int:
         """Add the rows of a Spark DataFrame as explicit facts of ``relation`` (columns
         named after the ``.decl`` attributes, or ``columns``), moved as Arrow batches.
-        Returns the number of new facts.  See :mod:`host.spark_exchange`."""
-        from .spark_exchange import load_spark
+        Returns the number of new facts.  See :mod:`host.spark.exchange`."""
+        from .spark.exchange import load_spark
 
         return load_spark(self, relation, df, columns)
 
     def load_spark_inputs(self, frames: Mapping[str, Any]) -> dict[str, int]:
         """:meth:`load_spark` for several relations (relation name → DataFrame); all are
         checked before any is added."""
-        from .spark_exchange import load_spark_inputs
+        from .spark.exchange import load_spark_inputs
 
         return load_spark_inputs(self, frames)
 
     def to_spark(self, relation: str, spark: Any, partitions: int | None = None) -> Any:
         """The relation's facts as a Spark DataFrame of ``spark`` (materialises first)."""
-        from .spark_exchange import to_spark
+        from .spark.exchange import to_spark
 
         return to_spark(self, relation, spark, partitions)
 
     def outputs_to_spark(self, spark: Any, relations: list[str] | None = None) -> dict[str, Any]:
         """Every ``.output`` relation (or ``relations``) as a Spark DataFrame."""
-        from .spark_exchange import outputs_to_spark
+        from .spark.exchange import outputs_to_spark
 
         return outputs_to_spark(self, spark, relations)
 
@@ -144,7 +144,7 @@ class Reasoner:
                           delete: Mapping[str, Any] | None = None,
                           algorithm: str | None = None) -> UpdateStats:
         """:meth:`update` with DataFrames of inserted and deleted facts."""
-        from .spark_exchange import update_from_spark
+        from .spark.exchange import update_from_spark
 
         return update_from_spark(self, insert, delete, algorithm)
 

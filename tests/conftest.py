@@ -116,7 +116,7 @@ def spark():
     why = spark_missing()
     if why:
         pytest.skip(why)
-    from gpu_engine.host.spark_adapter import local_session
+    from gpu_engine.host.spark.adapter import local_session
 
     session = local_session("local[2]", app="gpu-engine-tests", shuffle_partitions=4)
     yield session

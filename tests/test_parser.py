@@ -1,4 +1,4 @@
-"""Tests of the Datalog front end (host/parser.py and the host/dl_*.py modules)."""
+"""Tests of the Datalog front end (host/lang/)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import logging
 from pathlib import Path
 
 import pytest
-from gpu_engine.host.dl_fold import fold_call, to_float32, wrap_number
-from gpu_engine.host.dl_lexer import DatalogLexer
-from gpu_engine.host.parser import Directive, ParsedProgram, parse_file, parse_program
+from gpu_engine.host.lang.dl_fold import fold_call, to_float32, wrap_number
+from gpu_engine.host.lang.dl_lexer import DatalogLexer
+from gpu_engine.host.lang.parser import Directive, ParsedProgram, parse_file, parse_program
 from lark import Lark, logger
 
 from gpu_engine.ir import Atom, Call, Compare, Const, Negation, ProgramError, Var
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CASE_DIRS = sorted(p.parent for p in SHARED.glob("conformance/souffle*/*/*.dl"))
-GRAMMAR = Path(__file__).resolve().parents[1] / "host" / "grammar.lark"
+GRAMMAR = Path(__file__).resolve().parents[1] / "host" / "lang" / "grammar.lark"
 
 
 def parse(text: str) -> ParsedProgram:

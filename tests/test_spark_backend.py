@@ -1,4 +1,4 @@
-"""The Spark backend (host.spark_backend.SparkRunner) against the local engine.
+"""The Spark backend (host.spark.backend.SparkRunner) against the local engine.
 
 Generated programs (tests/generators.py) on the plain Spark path, the decomposed path and
 the hybrid (local finish) path; hand-written programs for the paths taken, negation,
@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from generators import NUMBER, Program, programs, render_program
-from gpu_engine.host.parser import parse_program
-from gpu_engine.host.spark_adapter import from_arrow, to_arrow
-from gpu_engine.host.spark_backend import SparkRunner, decomposition_plan
+from gpu_engine.host.lang.parser import parse_program
+from gpu_engine.host.spark.adapter import from_arrow, to_arrow
+from gpu_engine.host.spark.backend import SparkRunner, decomposition_plan
 from hypothesis import given, note, settings
 
 from gpu_engine.ir import ProgramError

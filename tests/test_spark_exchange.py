@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from gpu_engine.host import spark_adapter as sa
 from gpu_engine.host.cli import main as cli_main
 from gpu_engine.host.io import FactsError
-from gpu_engine.host.spark_exchange import StreamingUpdateSink
+from gpu_engine.host.spark import adapter as sa
+from gpu_engine.host.spark.exchange import StreamingUpdateSink
 from gpu_engine.host.store import open_store, read_meta
 
 from gpu_engine import Reasoner
@@ -266,7 +266,7 @@ import json, sys
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from gpu_engine import Reasoner
-from gpu_engine.host import spark_adapter as sa
+from gpu_engine.host.spark import adapter as sa
 
 spark = SparkSession.builder.remote("local[2]").getOrCreate()
 assert sa.is_connect(spark)

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from gpu_engine.host import spark_adapter as sa
 from gpu_engine.host.cli import main as cli_main
 from gpu_engine.host.io import FactsError
+from gpu_engine.host.spark import adapter as sa
 
 from gpu_engine import Reasoner
 from gpu_engine.ir import ProgramError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_engine.host.dl_syntax import (
+from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
     IOStmt,
     Named,

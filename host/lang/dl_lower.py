@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from gpu_engine.host.dl_result import Directive, ParsedProgram
-from gpu_engine.host.dl_syntax import (
+from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
+from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
     IOStmt,
     NoteStmt,
@@ -26,8 +26,8 @@ from gpu_engine.host.dl_syntax import (
     Statement,
     TypeStmt,
 )
-from gpu_engine.host.dl_typecheck import ClauseTyper
-from gpu_engine.host.dl_types import TypeEnv
+from gpu_engine.host.lang.dl_typecheck import ClauseTyper
+from gpu_engine.host.lang.dl_types import TypeEnv
 
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError

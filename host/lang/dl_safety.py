@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpu_engine.host.dl_syntax import (
+from gpu_engine.host.lang.dl_syntax import (
     SAtom,
     SCall,
     SCast,

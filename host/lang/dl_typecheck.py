@@ -9,9 +9,9 @@ Constant subterms and ground comparisons are folded with 32-bit semantics.
 
 from __future__ import annotations
 
-from gpu_engine.host.dl_fold import compare_consts, fold_call, to_float32, wrap_number
-from gpu_engine.host.dl_safety import check_safety, term_vars
-from gpu_engine.host.dl_syntax import (
+from gpu_engine.host.lang.dl_fold import compare_consts, fold_call, to_float32, wrap_number
+from gpu_engine.host.lang.dl_safety import check_safety, term_vars
+from gpu_engine.host.lang.dl_syntax import (
     SAtom,
     SCall,
     SCast,
@@ -24,7 +24,7 @@ from gpu_engine.host.dl_syntax import (
     SVar,
     SWild,
 )
-from gpu_engine.host.dl_types import TypeEnv
+from gpu_engine.host.lang.dl_types import TypeEnv
 
 from gpu_engine import ir
 from gpu_engine.ir import Call, ColumnType, Const, ProgramError, Var

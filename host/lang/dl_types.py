@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_engine.host.dl_syntax import Named, TypeStmt
+from gpu_engine.host.lang.dl_syntax import Named, TypeStmt
 
 from gpu_engine.ir import COLUMN_TYPES, ColumnType, Location, ProgramError
 

@@ -7,7 +7,7 @@
 Every problem is raised as :class:`gpu_engine.ir.ProgramError` with the location
 (file, line, column) of the offending token.
 
-Pipeline: ``grammar.lark`` (LALR, tokens from :mod:`host.dl_lexer`) is reduced straight
+Pipeline: ``grammar.lark`` (LALR, tokens from :mod:`host.lang.dl_lexer`) is reduced straight
 into the surface tree of :mod:`host.dl_syntax` by :mod:`host.dl_builder`;
 :mod:`host.dl_lower` then resolves types (:mod:`host.dl_types`), expands disjunctions and
 multiple heads, and has :mod:`host.dl_typecheck` (with :mod:`host.dl_safety` and
@@ -22,10 +22,10 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from gpu_engine.host.dl_builder import Builder
-from gpu_engine.host.dl_lexer import DatalogLexer, LexError
-from gpu_engine.host.dl_lower import Lowering
-from gpu_engine.host.dl_result import Directive, ParsedProgram
+from gpu_engine.host.lang.dl_builder import Builder
+from gpu_engine.host.lang.dl_lexer import DatalogLexer, LexError
+from gpu_engine.host.lang.dl_lower import Lowering
+from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 

@@ -20,11 +20,11 @@ Round structure (``spark`` path)
     full relation (set semantics need no more), unions the variants per head relation,
     ``distinct``, and ``left_anti``-joins the result against the full relation: the new
     delta.  Rule bodies are equi-joins on the shared variables (see
-    :mod:`host.spark_backend_rules`); Spark hash-partitions both sides of each join on the
+    :mod:`host.spark.backend_rules`); Spark hash-partitions both sides of each join on the
     join keys, and an input whose tracked count is at most :data:`BROADCAST_ROWS` is
     broadcast instead.  Negation is a ``left_anti`` join against the complete lower-stratum
     relation; built-ins are Spark column expressions with the local engine's 32-bit
-    semantics (:mod:`host.spark_backend_expr`).
+    semantics (:mod:`host.spark.backend_expr`).
 
 Checkpointing and compaction
     Every ``checkpoint_every`` rounds the new deltas are cut from their lineage by an eager
@@ -86,11 +86,11 @@ from gpu_engine.plan import Role, delta_variants
 from gpu_engine.stratify import Stratum, stratify
 from gpu_engine.values import encode_scalar
 
-from . import spark_adapter as sa
-from .dictionary import SymbolTable
-from .io import unique_names
-from .spark_backend_expr import SPARK_TYPES, normalise_float
-from .spark_backend_local import (
+from ..dictionary import SymbolTable
+from ..io import unique_names
+from . import adapter as sa
+from .backend_expr import SPARK_TYPES, normalise_float
+from .backend_local import (
     ARROW_TYPES,
     Encoded,
     PartitionTask,
@@ -100,7 +100,7 @@ from .spark_backend_local import (
     run_local,
     to_ipc,
 )
-from .spark_backend_rules import CompiledRule, Source, col_names
+from .backend_rules import CompiledRule, Source, col_names
 
 BROADCAST_ROWS = 200_000  # inputs at most this large (tracked rows) are broadcast
 REPLICATE_ROWS = 5_000_000  # decomposed path: lower-stratum rows shipped to every task

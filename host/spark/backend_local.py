@@ -25,9 +25,9 @@ from gpu_engine.kernels.backend import get_backend
 from gpu_engine.engine import Engine
 from gpu_engine.ir import Program, Relation, Rule
 
-from .dictionary import SymbolTable
-from .io import decode_column
-from .io import encode_table as io_encode_table
+from ..dictionary import SymbolTable
+from ..io import decode_column
+from ..io import encode_table as io_encode_table
 
 ARROW_TYPES: dict[str, pa.DataType] = {"number": pa.int32(), "unsigned": pa.int64(),
                                        "float": pa.float32(), "symbol": pa.string()}

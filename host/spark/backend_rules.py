@@ -31,8 +31,8 @@ from gpu_engine.ir import (
     Var,
 )
 
-from . import spark_adapter as sa
-from .spark_backend_expr import SPARK_TYPES, SparkExpr, check_term, const_column
+from . import adapter as sa
+from .backend_expr import SPARK_TYPES, SparkExpr, check_term, const_column
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Facts in from Spark DataFrames, relations out to Spark, updates from Spark streams.
 
-Data crosses the boundary only as Arrow record batches (``host.spark_adapter``): a
+Data crosses the boundary only as Arrow record batches (``host.spark.adapter``): a
 DataFrame's selected columns are streamed to the driver with ``toArrow`` and encoded
 with the reasoner's dictionary (symbols) by Arrow kernels; a relation leaves as a
 decoded Arrow table handed to ``createDataFrame`` in a sensible number of partitions.
@@ -31,11 +31,11 @@ import pyarrow.compute as pc
 from gpu_engine.ir import ProgramError
 from gpu_engine.stats import UpdateStats
 
-from . import spark_adapter as sa
-from .io import FactsError, encode_table, portable_table
+from ..io import FactsError, encode_table, portable_table
+from . import adapter as sa
 
 if TYPE_CHECKING:
-    from .reasoner import Reasoner
+    from ..reasoner import Reasoner
 
 Encoded = tuple[tuple[np.ndarray, ...], int]
 INSERT_OPS = ("+", "insert", "i", "add")
@@ -49,7 +49,7 @@ def arrow_from_spark(r: Reasoner, relation: str, df: Any,
                      columns: list[str] | tuple[str, ...] | None = None) -> pa.Table:
     """The DataFrame's columns for ``relation``, schema-checked on the Spark side first
     (nothing is transferred for a DataFrame that cannot match), as a pyarrow Table."""
-    from .io import table_columns
+    from ..io import table_columns
 
     rel = r._relation(relation)
     source = f"DataFrame for {relation}"
@@ -206,7 +206,7 @@ class StreamingUpdateSink:
 
     def apply(self, table: pa.Table, batch_id: int) -> UpdateStats | None:
         """Apply one micro-batch (as Arrow); returns its statistics, None if skipped."""
-        from .store import current_version, open_store, read_meta, save_store, store_lock
+        from ..store import current_version, open_store, read_meta, save_store, store_lock
 
         with store_lock(self.store_dir):
             cur = current_version(self.store_dir)
@@ -245,8 +245,8 @@ class StreamingUpdateSink:
         return stats
 
     def _write(self, r: Reasoner, names: list[str]) -> None:
-        from .io import write_text_atomic
-        from .parquet_io import write_parquet_dataset
+        from ..io import write_text_atomic
+        from ..parquet_io import write_parquet_dataset
 
         self.output_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         for n in names:

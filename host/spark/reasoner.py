@@ -3,7 +3,7 @@
 Facts stay in Spark: DataFrames given to :meth:`load_spark` are checked (names, types,
 nulls, ranges: one aggregation job) and kept lazily; ``.input`` Parquet datasets are read
 by Spark itself; facts given as arrays or tables are shipped once as Arrow.  The
-materialisation is :class:`host.spark_backend.SparkRunner`'s, one DataFrame per relation;
+materialisation is :class:`host.spark.backend.SparkRunner`'s, one DataFrame per relation;
 :meth:`to_spark` hands those DataFrames out as they are, :meth:`relation` brings one to the
 driver as Arrow.  Updates rematerialise (the Spark backend keeps no derivation counters):
 ``algorithm`` may be ``None`` or ``"remat"``.  Persistent stores need the local engine.
@@ -23,11 +23,11 @@ import pyarrow.compute as pc
 from gpu_engine.ir import ProgramError
 from gpu_engine.stats import MaterialisationStats, StratumStats, UpdateStats
 
-from . import spark_adapter as sa
-from .dictionary import SymbolTable
-from .io import FactsError, decode_table, portable_table, render_rows, table_columns, unique_names
-from .parser import parse_program
-from .reasoner import Reasoner, _path_in, _source, _unescape
+from ..dictionary import SymbolTable
+from ..io import FactsError, decode_table, portable_table, render_rows, table_columns, unique_names
+from ..lang.parser import parse_program
+from ..reasoner import Reasoner, _path_in, _source, _unescape
+from . import adapter as sa
 
 _RANGES = {"number": (-(1 << 31), (1 << 31) - 1), "unsigned": (0, (1 << 32) - 1)}
 
@@ -40,7 +40,7 @@ class SparkReasoner(Reasoner):
                  symbols: SymbolTable | None = None, modules: str = "auto",
                  decompose: str = "auto", local_finish_rows: int = 2_000_000,
                  checkpoint_every: int = 1, compact_every: int = 4) -> None:
-        from .spark_backend import SparkRunner
+        from .backend import SparkRunner
 
         if counting:
             raise ProgramError("the Spark backend keeps no derivation counters "
@@ -111,7 +111,7 @@ class SparkReasoner(Reasoner):
                                                          self.spark.read.parquet(str(path)),
                                                          source=str(path))[0]))
             elif io == "file":
-                from .io import read_facts
+                from ..io import read_facts
 
                 rel = self._relation(d.relation)
                 path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
@@ -200,7 +200,7 @@ class SparkReasoner(Reasoner):
         return dict(self.runner.stats["sizes"])
 
     def render(self, name: str, delimiter: str = "\t") -> str:
-        from .io import encode_table
+        from ..io import encode_table
 
         rel = self._relation(name)
         table = self.relation(name)

@@ -1,0 +1,1 @@
+"""The language front end: Soufflé-subset text (lark grammar) to the rule IR."""

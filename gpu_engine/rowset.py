@@ -119,13 +119,13 @@ class RowSet:
             keys = cols[0] if arity == 1 else K.pack(be, cols, spec)
             res = S.unique_keys(be, keys, return_counts)
             uk, cnt = res if return_counts else (res, None)
-            ucols = (uk,) if arity == 1 else K.unpack(be, uk, spec)
+            ucols = (uk,) if arity == 1 else None  # packed: unpacked on first use
         else:  # ranked general path
             from gpu_engine.kernels.group import group_count
 
             uk, first, cnt = group_count(be, K.rank_rows(be, cols))
             ucols = S.take_rows(cols, first)
-        rs = RowSet(be, tuple(ucols), uk, spec, len(uk))
+        rs = RowSet(be, None if ucols is None else tuple(ucols), uk, spec, len(uk))
         return (rs, cnt) if return_counts else rs
 
     def select(self, mask: Any) -> RowSet:
@@ -272,6 +272,12 @@ class RowSet:
         """Mask over ``rows`` (a row set of the same arity): which are in this set."""
         if self.arity == 0:
             return self.be.xp.full(len(rows), bool(self.n), dtype=bool)
+        if self.arity > 1 and self.n and self.spec is not None and rows.spec is not None:
+            # packed on both sides: re-key rows' keys (no columns needed); rows outside
+            # this layout get key -1 and match nothing
+            k = rows.keys if rows.spec == self.spec else K.repack_probe(
+                self.be, rows.keys, rows.spec, self.spec)
+            return S.isin_sorted(self.be, k, self.keys, keys_sorted=True)
         return self.contains(rows.cols, rows_sorted=True)
 
     def has_value(self, pos: int, value: int) -> bool:

@@ -90,7 +90,7 @@ class RunSet:
             rlo, rhi = r.first_column_range()
             if rhi < lo or rlo > hi:
                 continue
-            m = r.contains(d.cols, rows_sorted=True)
+            m = r.has(d)
             mask = m if mask is None else (mask | m)
         return d if mask is None else d.select(~mask)
 

@@ -63,16 +63,28 @@ if AVAILABLE:
             e = min(n, s + step)
             if s >= e:
                 continue
-            j = np.searchsorted(hay, needles[s])
+            prev = needles[s]
+            j = np.searchsorted(hay, prev)
             for i in range(s, e):
                 v = needles[i]
-                while j < m and hay[j] < v:
-                    j += 1
+                if v < prev:  # out of order (e.g. a -1 "no match" key): search again
+                    j = np.searchsorted(hay, v)
+                elif j < m and hay[j] < v:  # forward: gallop, then bisect
+                    lo = j
+                    gap = 1
+                    while lo + gap < m and hay[lo + gap] < v:
+                        lo += gap
+                        gap *= 2
+                    hi = min(lo + gap, m)
+                    j = lo + 1 + np.searchsorted(hay[lo + 1:hi], v)
+                prev = v
                 out[i] = j < m and hay[j] == v
 
 
 def isin_sorted_merge(needles: np.ndarray, hay: np.ndarray) -> np.ndarray:
-    """Membership of sorted needles in a sorted haystack by a parallel linear merge."""
+    """Membership of sorted needles in a sorted haystack by a parallel merge (galloping
+    forward; a needle smaller than its predecessor, such as a -1 "no match" key, is
+    searched for afresh, so unsorted needles only cost time)."""
     out = np.empty(needles.shape[0], dtype=np.bool_)
     _isin_sorted_merge(np.ascontiguousarray(needles), np.ascontiguousarray(hay), out,
                        _chunks())
@@ -82,24 +94,38 @@ def isin_sorted_merge(needles: np.ndarray, hay: np.ndarray) -> np.ndarray:
 if AVAILABLE:
 
     @njit(parallel=True, cache=CACHE, nogil=True)
-    def _expand(lo: np.ndarray, counts: np.ndarray, starts: np.ndarray, base: int,
-                probe_idx: np.ndarray, build_pos: np.ndarray) -> None:
-        for i in prange(counts.shape[0]):
-            s = starts[i]
-            b = lo[i]
-            for k in range(counts[i]):
-                probe_idx[s + k] = base + i
-                build_pos[s + k] = b + k
+    def _expand(lo: np.ndarray, counts: np.ndarray, ends: np.ndarray, first_row: np.ndarray,
+                base: int, chunks: int, probe_idx: np.ndarray, build_pos: np.ndarray) -> None:
+        total = probe_idx.shape[0]
+        step = (total + chunks - 1) // chunks
+        for c in prange(chunks):  # equal shares of the output, whatever the run lengths
+            s = c * step
+            e = min(total, s + step)
+            i = first_row[c]
+            k = s
+            while k < e:
+                run_end = min(e, ends[i])
+                b = lo[i] + (k - (ends[i] - counts[i]))
+                for x in range(k, run_end):
+                    probe_idx[x] = base + i
+                    build_pos[x] = b + (x - k)
+                k = run_end
+                i += 1
 
 
 def expand(lo: np.ndarray, counts: np.ndarray, base: int, total: int
            ) -> tuple[np.ndarray, np.ndarray]:
-    """Join expansion (see kernels.join.expand) as a parallel loop over probe rows."""
-    starts = np.cumsum(counts) - counts
+    """Join expansion (see kernels.join.expand) in parallel, each thread writing an equal
+    share of the output (a probe row's run may be split between shares)."""
+    counts = np.ascontiguousarray(counts)
+    ends = np.cumsum(counts)
+    chunks = _chunks()
+    step = (total + chunks - 1) // chunks
+    first_row = np.searchsorted(ends, np.arange(chunks, dtype=np.int64) * step, side="right")
     probe_idx = np.empty(total, dtype=np.int64)
     build_pos = np.empty(total, dtype=np.int64)
-    _expand(np.ascontiguousarray(lo), np.ascontiguousarray(counts), starts, base,
-            probe_idx, build_pos)
+    _expand(np.ascontiguousarray(lo), counts, ends, first_row, base, chunks, probe_idx,
+            build_pos)
     return probe_idx, build_pos
 
 
@@ -124,6 +150,37 @@ if AVAILABLE:
             v = keys[i]
             for j in range(k):
                 outs[j][i] = ((v >> shifts[j]) & masks[j]) + offs[j]
+
+
+if AVAILABLE:
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _repack(keys: np.ndarray, shift_from: np.ndarray, mask_from: np.ndarray,
+                delta: np.ndarray, width_to: np.ndarray, shift_to: np.ndarray,
+                out: np.ndarray) -> None:
+        k = shift_from.shape[0]
+        for i in prange(keys.shape[0]):
+            v = keys[i]
+            r = 0
+            for j in range(k):
+                d = ((v >> shift_from[j]) & mask_from[j]) + delta[j]
+                if d < 0 or (d >> width_to[j]) != 0:
+                    r = -1
+                    break
+                r |= d << shift_to[j]
+            out[i] = r
+
+
+def repack(keys: np.ndarray, src, dst) -> np.ndarray:
+    """Keys of one packing (``src``: a KeySpec) in another (``dst``); -1 for a row with a
+    value outside ``dst`` (see keys.repack_probe), in one parallel pass."""
+    out = np.empty(len(keys), dtype=np.int64)
+    _repack(np.ascontiguousarray(keys), np.asarray(src.shifts, dtype=np.int64),
+            np.asarray([(1 << w) - 1 for w in src.widths], dtype=np.int64),
+            np.asarray([a - b for a, b in zip(src.offsets, dst.offsets)], dtype=np.int64),
+            np.asarray(dst.widths, dtype=np.int64), np.asarray(dst.shifts, dtype=np.int64),
+            out)
+    return out
 
 
 def pack(cols, offsets, shifts) -> np.ndarray:

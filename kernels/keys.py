@@ -89,6 +89,15 @@ def pack_probe(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     return key
 
 
+def repack_probe(be: Backend, keys: Any, src: KeySpec, dst: KeySpec) -> Any:
+    """Keys packed with ``src`` re-packed with ``dst`` without unpacking the columns
+    (:func:`pack_probe` of :func:`unpack`): rows with a value outside ``dst`` get -1.
+    Rows that fit keep their relative order."""
+    if _parallel(be, len(keys)):
+        return _numba.repack(keys, src, dst)
+    return pack_probe(be, unpack(be, keys, src), dst)
+
+
 def rank_rows(be: Backend, cols: Columns) -> Any:
     """Dense lexicographic ranks of the rows (the general path; any values, any arity)."""
     xp = be.xp

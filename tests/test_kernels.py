@@ -244,3 +244,24 @@ def test_output_rows_render_the_same_in_parallel_pieces():
     small = (nums[:3],)
     assert io.render_rows(small, Relation("s", (("x", "number"),)), syms) == "".join(
         f"{v}\n" for v in nums[:3])
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_repacked_keys_and_membership_with_no_match_keys(device):
+    """keys.repack_probe equals pack_probe of the unpacked columns; the parallel merge
+    membership stays exact when sorted needles carry -1 (no match) keys."""
+    be = get_backend(device)
+    rng = np.random.default_rng(5)
+    n = 400_000
+    c0, c1 = np.sort(rng.integers(0, 3000, n)), rng.integers(-50, 5000, n)
+    src = keys.make_spec([0, -50], [2999, 4999], headroom=1)
+    dst = keys.make_spec([100, 0], [2500, 6000])  # narrower and wider than the values
+    k = keys.pack(be, [be.asarray(c0), be.asarray(c1)], src)
+    got = be.to_host(keys.repack_probe(be, k, src, dst))
+    want = be.to_host(keys.pack_probe(be, keys.unpack(be, k, src), dst))
+    assert (got == want).all() and (got == -1).any() and (got >= 0).any()
+    hay = np.unique(rng.choice(want[want >= 0], n // 3))
+    needles = np.unique(np.concatenate([want, rng.integers(0, int(want.max()), n)]))
+    needles[rng.random(len(needles)) < 0.2] = -1  # sorted apart from the -1 keys
+    mask = be.to_host(sets.isin_sorted(be, be.asarray(needles), be.asarray(hay), True))
+    assert (mask == np.isin(needles, hay)).all()

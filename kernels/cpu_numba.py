@@ -183,6 +183,53 @@ def repack(keys: np.ndarray, src, dst) -> np.ndarray:
     return out
 
 
+if AVAILABLE:
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _pack_probe(cols, offs: np.ndarray, widths: np.ndarray, shifts: np.ndarray,
+                    out: np.ndarray) -> None:
+        k = len(cols)
+        for i in prange(out.shape[0]):
+            r = 0
+            for j in range(k):
+                d = cols[j][i] - offs[j]
+                if d < 0 or (d >> widths[j]) != 0:
+                    r = -1
+                    break
+                r |= d << shifts[j]
+            out[i] = r
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _probe_dense(keys: np.ndarray, offsets: np.ndarray, lo: np.ndarray,
+                     counts: np.ndarray) -> None:
+        span = offsets.shape[0] - 1
+        for i in prange(keys.shape[0]):
+            k = keys[i]
+            if k >= 0 and k < span:
+                lo[i] = offsets[k]
+                counts[i] = offsets[k + 1] - offsets[k]
+            else:
+                lo[i] = offsets[0]
+                counts[i] = 0
+
+
+def pack_probe(cols, offsets, widths, shifts) -> np.ndarray:
+    """keys.pack_probe in one parallel pass: -1 for a row with a value outside the layout."""
+    cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
+    out = np.empty(len(cols[0]), dtype=np.int64)
+    _pack_probe(cols, np.asarray(offsets, dtype=np.int64), np.asarray(widths, dtype=np.int64),
+                np.asarray(shifts, dtype=np.int64), out)
+    return out
+
+
+def probe_dense(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """join.probe_dense in one parallel pass."""
+    lo = np.empty(len(keys), dtype=np.int64)
+    counts = np.empty(len(keys), dtype=np.int64)
+    _probe_dense(np.ascontiguousarray(keys), np.ascontiguousarray(offsets), lo, counts)
+    return lo, counts
+
+
 def pack(cols, offsets, shifts) -> np.ndarray:
     """``sum((c - off) << sh)`` over the columns, in one parallel pass (see keys.pack)."""
     cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)

@@ -46,6 +46,8 @@ def dense_offsets(be: Backend, sorted_keys: Any, max_span: int) -> Any | None:
 def probe_dense(be: Backend, probe_keys: Any, offsets: Any) -> tuple[Any, Any]:
     """:func:`probe` through CSR offsets: two gathers instead of binary searches."""
     xp = be.xp
+    if _numba.use(be, len(probe_keys)):
+        return _numba.probe_dense(probe_keys, offsets)
     span = len(offsets) - 1
     ok = (probe_keys >= 0) & (probe_keys < span)
     k = xp.where(ok, probe_keys, 0)

@@ -79,6 +79,8 @@ def pack_probe(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     """Pack probe-side columns; rows with a value outside ``spec`` get key -1 (no match)."""
     xp = be.xp
     n = len(cols[0])
+    if _parallel(be, n):
+        return _numba.pack_probe(cols, spec.offsets, spec.widths, spec.shifts)
     valid = xp.ones(n, dtype=bool)
     key = xp.zeros(n, dtype=INDEX)
     for c, off, w, sh in zip(cols, spec.offsets, spec.widths, spec.shifts):

@@ -265,3 +265,25 @@ def test_repacked_keys_and_membership_with_no_match_keys(device):
     needles[rng.random(len(needles)) < 0.2] = -1  # sorted apart from the -1 keys
     mask = be.to_host(sets.isin_sorted(be, be.asarray(needles), be.asarray(hay), True))
     assert (mask == np.isin(needles, hay)).all()
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_large_probes_match_the_array_operations(device):
+    be = get_backend(device)
+    rng = np.random.default_rng(9)
+    n = 300_000
+    spec = keys.make_spec([0, 10], [999, 4000])
+    c0, c1 = rng.integers(-20, 1100, n), rng.integers(0, 4100, n)
+    got = be.to_host(keys.pack_probe(be, [be.asarray(c0), be.asarray(c1)], spec))
+    ok = (c0 >= 0) & (c0 < (1 << spec.widths[0])) & (c1 >= 10)
+    ok &= (c1 - 10) < (1 << spec.widths[1])
+    want = np.where(ok, (c0 << spec.shifts[0]) | ((c1 - 10) << spec.shifts[1]), -1)
+    assert (got == want).all()
+    build = np.sort(rng.integers(0, 5000, 100_000))
+    off = join.dense_offsets(be, be.asarray(build), 1 << 16)
+    probe_keys = rng.integers(-100, 5200, n)
+    lo, cnt = (be.to_host(x) for x in join.probe_dense(be, be.asarray(probe_keys), off))
+    wlo = np.searchsorted(build, probe_keys)
+    wcnt = np.searchsorted(build, probe_keys, side="right") - wlo
+    wcnt[(probe_keys < 0) | (probe_keys > build[-1])] = 0
+    assert (cnt == wcnt).all() and (lo[wcnt > 0] == wlo[wcnt > 0]).all()

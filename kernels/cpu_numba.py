@@ -113,12 +113,13 @@ if AVAILABLE:
                 i += 1
 
 
-def expand(lo: np.ndarray, counts: np.ndarray, base: int, total: int
-           ) -> tuple[np.ndarray, np.ndarray]:
+def expand(lo: np.ndarray, counts: np.ndarray, base: int, total: int,
+           ends: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Join expansion (see kernels.join.expand) in parallel, each thread writing an equal
-    share of the output (a probe row's run may be split between shares)."""
+    share of the output (a probe row's run may be split between shares).  ``ends``:
+    the cumulative sum of ``counts`` if known."""
     counts = np.ascontiguousarray(counts)
-    ends = np.cumsum(counts)
+    ends = np.cumsum(counts) if ends is None else np.ascontiguousarray(ends)
     chunks = _chunks()
     step = (total + chunks - 1) // chunks
     first_row = np.searchsorted(ends, np.arange(chunks, dtype=np.int64) * step, side="right")

@@ -73,9 +73,11 @@ def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any, ends: Any | None
     return lo.astype(INDEX), (hi - lo).astype(INDEX)
 
 
-def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None = None
-           ) -> tuple[Any, Any]:
-    """Materialise matches of probe rows ``[start, stop)``: (probe index, build position)."""
+def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None = None,
+           ends: Any | None = None) -> tuple[Any, Any]:
+    """Materialise matches of probe rows ``[start, stop)``: (probe index, build position).
+
+    ``ends``: ``cumsum(counts[start:stop])`` when the caller has it."""
     xp = be.xp
     c = counts[start:stop]
     if len(c) == 0:
@@ -84,12 +86,13 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
         total = be.scalar(c[0])
         return (xp.full(total, start, dtype=INDEX),
                 xp.arange(total, dtype=INDEX) + lo[start])
-    ends = xp.cumsum(c)
+    if ends is None:
+        ends = xp.cumsum(c)
     total = be.scalar(ends[-1])
     if total == 0:
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
     if _numba.use(be, total):
-        return _numba.expand(lo[start:stop], c, start, total)
+        return _numba.expand(lo[start:stop], c, start, total, ends)
     # linear expansion: mark where each non-empty run starts, prefix-sum the marks
     nz = xp.flatnonzero(c > 0)
     starts = (ends - c)[nz]
@@ -118,7 +121,7 @@ def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
     if total == 0:
         return
     if total <= budget:
-        yield expand(be, lo, counts)
+        yield expand(be, lo, counts, ends=ends)
         return
     cuts = be.to_host(xp.searchsorted(ends, xp.arange(budget, total, budget, dtype=INDEX),
                                       side="left"))

@@ -287,3 +287,17 @@ def test_large_probes_match_the_array_operations(device):
     wcnt = np.searchsorted(build, probe_keys, side="right") - wlo
     wcnt[(probe_keys < 0) | (probe_keys > build[-1])] = 0
     assert (cnt == wcnt).all() and (lo[wcnt > 0] == wlo[wcnt > 0]).all()
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_large_join_chunks_equal_one_expansion(device):
+    be = get_backend(device)
+    rng = np.random.default_rng(13)
+    build = be.asarray(np.sort(rng.integers(0, 2000, 60_000)))
+    probe_keys = be.asarray(rng.integers(-5, 2005, 8_000))
+    lo, cnt = join.probe(be, probe_keys, build)
+    whole = [be.to_host(x) for x in join.expand(be, lo, cnt)]
+    for budget in (None, 1 << 17):
+        parts = list(join.join_chunks(be, lo, cnt, budget=budget))
+        got = [np.concatenate([be.to_host(p[i]) for p in parts]) for i in (0, 1)]
+        assert all((g == w).all() for g, w in zip(got, whole))

@@ -3,14 +3,14 @@
 glibc serves every allocation above 32 MiB by a fresh ``mmap`` and returns it with
 ``munmap`` when freed, so each large temporary array (join outputs, keys, merged runs:
 hundreds of MB per seminaive round) is new memory that the kernel must fault in and
-zero page by page.  On the 2-core machine this was half the CPU time of DAG-R 10k/100k
-linear TC (5.8 s system time against 6.0 s user; 173k page faults), single-threaded.
-:func:`keep_freed_memory` switches glibc to serve large blocks from the heap and to keep
-freed memory instead of returning it to the system, so the next round's arrays reuse
-pages that are already mapped (DAG-R 10k/100k: system time 5.8 -> 2.9 s, materialisation
-11.6 -> 7.0 s in the same conditions; peak RSS +17 %).  The process then holds its peak
-heap until it exits or calls :func:`release_freed_memory` (``malloc_trim``), which a
-long-lived process may do after a large materialisation.
+zero page by page, on one core.  :func:`keep_freed_memory` switches glibc to serve large
+blocks from the heap and to keep freed memory instead of returning it to the system, so
+the next round's arrays reuse pages that are already mapped.  DAG-R 10k/100k linear TC
+on the 2-core machine (shared, 5 alternating pairs): page faults 127k -> 58k, system
+time 2.3 -> 1.8 s (mean; it varies 0.7-3.7 s with the machine's state), materialisation
+median 4.8 -> 4.1 s; peak RSS +11 %.  The process then holds its peak heap until it
+exits or calls :func:`release_freed_memory` (``malloc_trim``), which a long-lived process
+may do after a large materialisation.
 
 Applied once, by the first CPU kernel that sees a large input (so processes that only
 run small programs, or only the GPU path, keep glibc's defaults); only where the C

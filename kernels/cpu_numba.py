@@ -7,9 +7,12 @@ never comes here).  The kernels split their work into a few chunks per thread
 both inputs by a binary search (merge path).
 
 Measured against NumPy on the 2-core machine (10^6..5*10^7 int64, shared with other
-work): packing keys 2.5-4x faster, unpacking 2x, merging two sorted runs 8-10x.  Not
-kept: a chunked parallel sort (NumPy's vectorised single-thread sort was as fast idle and
-2x faster with the other core busy) and a parallel distinct-of-sorted (no gain).
+work): packing keys 2.5-4x faster, unpacking 2x, merging two sorted runs 8-10x;
+pack_probe, the dense probe and re-keying replace 4-6 array passes by one.  Not kept
+(NumPy's vectorised single-thread code was as fast idle and up to 2x faster with the
+other core busy): a chunked parallel sort (NumPy's sort per chunk in threads, then
+parallel merges), distinct values of sorted keys, min/max, gathers by sorted indexes,
+boolean compression.  Gathers by random indexes were 2x faster in parallel.
 """
 
 from __future__ import annotations

@@ -133,6 +133,59 @@ def expand(lo: np.ndarray, counts: np.ndarray, base: int, total: int,
     return probe_idx, build_pos
 
 
+if AVAILABLE:
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _expand_gather(lo: np.ndarray, counts: np.ndarray, ends: np.ndarray,
+                       first_row: np.ndarray, base: int, chunks: int, rows: np.ndarray,
+                       identity: bool, pcols, npc: int, bcols, nbc: int, pouts, bouts,
+                       total: int) -> None:
+        step = (total + chunks - 1) // chunks
+        for c in prange(chunks):
+            s = c * step
+            e = min(total, s + step)
+            i = first_row[c]
+            k = s
+            while k < e:
+                run_end = min(e, ends[i])
+                b = lo[i] + (k - (ends[i] - counts[i]))
+                p = base + i
+                for j in range(npc):
+                    v = pcols[j][p]
+                    o = pouts[j]
+                    for x in range(k, run_end):
+                        o[x] = v
+                for x in range(k, run_end):
+                    r = b + (x - k)
+                    if not identity:
+                        r = rows[r]
+                    for j in range(nbc):
+                        bouts[j][x] = bcols[j][r]
+                k = run_end
+                i += 1
+
+
+def expand_gather(lo: np.ndarray, counts: np.ndarray, ends: np.ndarray, base: int,
+                  total: int, rows, probe_cols, build_cols
+                  ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """join.expand_gather in one parallel pass, equal output shares per thread."""
+    counts = np.ascontiguousarray(counts)
+    ends = np.ascontiguousarray(ends)
+    chunks = _chunks()
+    step = (total + chunks - 1) // chunks
+    first_row = np.searchsorted(ends, np.arange(chunks, dtype=np.int64) * step, side="right")
+    dummy = np.zeros(1, dtype=np.int64)  # Numba needs a typed tuple even when empty
+    pcols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in probe_cols) or (dummy,)
+    bcols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in build_cols) or (dummy,)
+    pouts = [np.empty(total, dtype=np.int64) for _ in probe_cols]
+    bouts = [np.empty(total, dtype=np.int64) for _ in build_cols]
+    _expand_gather(np.ascontiguousarray(lo), counts, ends, first_row, base, chunks,
+                   dummy if rows is None else np.ascontiguousarray(rows), rows is None,
+                   pcols, len(probe_cols), bcols, len(build_cols),
+                   tuple(pouts) or (dummy,), tuple(bouts) or (dummy,), total)
+    return pouts, bouts
+
+
 # --- packed keys --------------------------------------------------------------------------
 
 if AVAILABLE:

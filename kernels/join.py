@@ -9,7 +9,7 @@ larger than the budget forms its own chunk).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import cpu_numba as _numba
@@ -107,6 +107,15 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
 def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
                 ) -> Iterator[tuple[Any, Any]]:
     """Yield (probe index, build position) chunks of at most ~``budget`` output rows."""
+    for s, e, ends in chunk_bounds(be, lo, counts, budget):
+        yield expand(be, lo, counts, s, e, ends)
+
+
+def chunk_bounds(be: Backend, lo: Any, counts: Any, budget: int | None = None
+                 ) -> Iterator[tuple[int, int | None, Any]]:
+    """Probe-row ranges ``(start, stop, ends)`` whose outputs fit ~``budget`` rows (one
+    probe row whose run is larger forms its own range); ``ends`` is the cumulative sum
+    of the range's counts when known (else None).  Empty outputs are skipped."""
     xp = be.xp
     budget = budget or be.join_chunk_rows
     n = len(counts)
@@ -114,14 +123,14 @@ def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
         return
     if n == 1:
         if be.scalar(counts[0]):
-            yield expand(be, lo, counts)
+            yield 0, None, None
         return
     ends = xp.cumsum(counts)
     total = be.scalar(ends[-1])
     if total == 0:
         return
     if total <= budget:
-        yield expand(be, lo, counts, ends=ends)
+        yield 0, None, ends
         return
     cuts = be.to_host(xp.searchsorted(ends, xp.arange(budget, total, budget, dtype=INDEX),
                                       side="left"))
@@ -133,7 +142,50 @@ def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
     bounds.append(n)
     for s, e in zip(bounds[:-1], bounds[1:]):
         if e > s:
-            yield expand(be, lo, counts, s, e)
+            yield s, e, None
+
+
+def expand_gather(be: Backend, lo: Any, counts: Any, rows: Any | None,
+                  probe_cols: Sequence[Any], build_cols: Sequence[Any], start: int = 0,
+                  stop: int | None = None, ends: Any | None = None
+                  ) -> tuple[list[Any], list[Any]]:
+    """The matches of probe rows ``[start, stop)`` as columns, without materialising
+    their indexes: ``[c[probe index] for c in probe_cols]`` and
+    ``[c[rows[build position]] for c in build_cols]`` (``rows`` None: the identity).
+
+    Equals :func:`expand` followed by those gathers; on the CPU, for large outputs, one
+    parallel pass writes the columns directly (no probe-index, build-position or row
+    arrays: three fewer large arrays per join chunk).
+    """
+    xp = be.xp
+    c = counts[start:stop]
+    if len(c) > 1:
+        if ends is None:
+            ends = xp.cumsum(c)
+        total = be.scalar(ends[-1]) if len(ends) else 0
+        if _numba.use(be, total):
+            return _numba.expand_gather(lo[start:stop], c, ends, start, total, rows,
+                                        probe_cols, build_cols)
+    pi, bpos = expand(be, lo, counts, start, stop, ends)
+    r = bpos if rows is None else rows[bpos]
+    return [col[pi] for col in probe_cols], [col[r] for col in build_cols]
+
+
+def gather_chunks(be: Backend, lo: Any, counts: Any, rows: Any | None,
+                  probe_cols: Sequence[Any], build_cols: Sequence[Any],
+                  budget: int | None = None) -> Iterator[tuple[list[Any], list[Any], int]]:
+    """:func:`join_chunks` with the gathers of :func:`expand_gather`: yields (probe-side
+    columns, build-side columns, rows) per chunk."""
+    for s, e, ends in chunk_bounds(be, lo, counts, budget):
+        pc, bc = expand_gather(be, lo, counts, rows, probe_cols, build_cols, s, e, ends)
+        n = len(pc[0]) if pc else len(bc[0]) if bc else _chunk_size(be, counts, s, e, ends)
+        yield pc, bc, n
+
+
+def _chunk_size(be: Backend, counts: Any, s: int, e: int | None, ends: Any) -> int:
+    if ends is not None:
+        return be.scalar(ends[-1])
+    return be.scalar(counts[s:e].sum())
 
 
 def join_size(be: Backend, counts: Any) -> int:

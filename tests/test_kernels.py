@@ -301,3 +301,27 @@ def test_large_join_chunks_equal_one_expansion(device):
         parts = list(join.join_chunks(be, lo, cnt, budget=budget))
         got = [np.concatenate([be.to_host(p[i]) for p in parts]) for i in (0, 1)]
         assert all((g == w).all() for g, w in zip(got, whole))
+
+
+@pytest.mark.parametrize("device", PARAMS)
+@pytest.mark.parametrize("n_probe", [40, 8_000])
+def test_gather_chunks_equal_expansion_then_gathers(device, n_probe):
+    be = get_backend(device)
+    rng = np.random.default_rng(17)
+    build = np.sort(rng.integers(0, 2000, 60_000))
+    rows = be.asarray(rng.permutation(len(build)))
+    bcol = be.asarray(rng.integers(-9, 10**6, len(build)))
+    probe_keys = rng.integers(-5, 2005, n_probe)
+    pcols = [be.asarray(probe_keys * 3), be.asarray(rng.integers(0, 7, n_probe))]
+    lo, cnt = join.probe(be, be.asarray(probe_keys), be.asarray(build))
+    for budget in (None, 1 << 17, 1000):
+        want = [(be.to_host(pi), be.to_host(bp))
+                for pi, bp in join.join_chunks(be, lo, cnt, budget=budget)]
+        for r, pc, bc in ((rows, pcols, [bcol]), (None, pcols[:1], []), (rows, [], [bcol])):
+            got = list(join.gather_chunks(be, lo, cnt, r, pc, bc, budget=budget))
+            assert len(got) == len(want)
+            for (gp, gb, n), (pi, bp) in zip(got, want):
+                assert n == len(pi)
+                rr = bp if r is None else be.to_host(r)[bp]
+                assert all((be.to_host(g) == be.to_host(c)[pi]).all() for g, c in zip(gp, pc))
+                assert all((be.to_host(g) == be.to_host(c)[rr]).all() for g, c in zip(gb, bc))

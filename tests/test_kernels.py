@@ -17,6 +17,14 @@ PARAMS = [pytest.param(b, marks=pytest.mark.gpu) if b == "gpu" else b for b in B
 rows_strategy = st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5)), max_size=40)
 
 
+@pytest.fixture
+def parallel_paths(monkeypatch):
+    """The parallel CPU kernels serve inputs from 4,096 rows (tests stay small)."""
+    from gpu_engine.kernels import cpu_numba
+
+    monkeypatch.setattr(cpu_numba, "MIN_ROWS", 1 << 12)
+
+
 def _cols(be, rows, arity=2):
     arr = np.array(rows, dtype=np.int64).reshape(-1, arity)
     return [be.asarray(arr[:, i]) for i in range(arity)]
@@ -107,7 +115,7 @@ def test_merge_disjoint_and_membership(device, a, b):
 
 
 @pytest.mark.parametrize("device", PARAMS)
-def test_large_inputs_take_the_parallel_cpu_paths_with_the_same_results(device):
+def test_large_inputs_take_the_parallel_cpu_paths_with_the_same_results(device, parallel_paths):
     be = get_backend(device)
     rng = np.random.default_rng(7)
     hay = np.unique(rng.integers(0, 1 << 22, 400_000))
@@ -127,7 +135,7 @@ def test_large_inputs_take_the_parallel_cpu_paths_with_the_same_results(device):
 
 
 @pytest.mark.parametrize("device", PARAMS)
-def test_large_keys_merges_and_sorts_match_the_array_operations(device):
+def test_large_keys_merges_and_sorts_match_the_array_operations(device, parallel_paths):
     """The parallel CPU kernels (packing, merging, composite argsort) give exactly what
     the plain array operations give."""
     be = get_backend(device)
@@ -247,7 +255,7 @@ def test_output_rows_render_the_same_in_parallel_pieces():
 
 
 @pytest.mark.parametrize("device", PARAMS)
-def test_repacked_keys_and_membership_with_no_match_keys(device):
+def test_repacked_keys_and_membership_with_no_match_keys(device, parallel_paths):
     """keys.repack_probe equals pack_probe of the unpacked columns; the parallel merge
     membership stays exact when sorted needles carry -1 (no match) keys."""
     be = get_backend(device)
@@ -268,7 +276,7 @@ def test_repacked_keys_and_membership_with_no_match_keys(device):
 
 
 @pytest.mark.parametrize("device", PARAMS)
-def test_large_probes_match_the_array_operations(device):
+def test_large_probes_match_the_array_operations(device, parallel_paths):
     be = get_backend(device)
     rng = np.random.default_rng(9)
     n = 300_000
@@ -290,7 +298,7 @@ def test_large_probes_match_the_array_operations(device):
 
 
 @pytest.mark.parametrize("device", PARAMS)
-def test_large_join_chunks_equal_one_expansion(device):
+def test_large_join_chunks_equal_one_expansion(device, parallel_paths):
     be = get_backend(device)
     rng = np.random.default_rng(13)
     build = be.asarray(np.sort(rng.integers(0, 2000, 60_000)))
@@ -305,7 +313,7 @@ def test_large_join_chunks_equal_one_expansion(device):
 
 @pytest.mark.parametrize("device", PARAMS)
 @pytest.mark.parametrize("n_probe", [40, 8_000])
-def test_gather_chunks_equal_expansion_then_gathers(device, n_probe):
+def test_gather_chunks_equal_expansion_then_gathers(device, n_probe, parallel_paths):
     be = get_backend(device)
     rng = np.random.default_rng(17)
     build = np.sort(rng.integers(0, 2000, 60_000))

@@ -32,20 +32,25 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency, but stay importable
     AVAILABLE = False
 
-# Below this NumPy is as fast or faster: on a 2-core machine shared with other work each
+MIN_ROWS = 1 << 17  # below this the NumPy path is as fast (and needs no compilation)
+# Kernels whose only gain is parallelism (packing, probing: NumPy does the same work in
+# one vectorised thread) start higher: on a 2-core machine shared with other work each
 # parallel region can wait a scheduler slice for its second thread, which cost the
-# medium-sized arrays of DAG-R 2k/10k non-linear TC 20 % at 1 << 17 rows (equal at 1 << 21).
-MIN_ROWS = 1 << 21
+# medium-sized arrays of DAG-R 2k/10k non-linear TC 20 % at 1 << 17 rows.  Merges,
+# membership and join expansion do less work than their array-operation fallbacks and
+# keep the lower threshold (DAG-R 10k/100k linear TC: 3.1 s with all at 1 << 21, 2.6 s).
+ELEMENTWISE_MIN_ROWS = 1 << 21
 
 
-def use(be: Any, n: int) -> bool:
+def use(be: Any, n: int, elementwise: bool = False) -> bool:
     """Whether a parallel kernel serves ``n`` rows on backend ``be`` (NumPy backend, large
-    inputs).  The first time it does, the process keeps freed memory for reuse
+    inputs; ``elementwise``: a kernel that gains by parallelism only).  The first time a
+    CPU kernel sees ``MIN_ROWS`` rows, the process keeps freed memory for reuse
     (:mod:`kernels.cpu_memory`)."""
     if be.is_gpu or n < MIN_ROWS or not AVAILABLE:
         return False
     cpu_memory.keep_freed_memory()
-    return True
+    return not elementwise or n >= ELEMENTWISE_MIN_ROWS
 
 
 def threads() -> int:

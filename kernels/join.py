@@ -46,7 +46,7 @@ def dense_offsets(be: Backend, sorted_keys: Any, max_span: int) -> Any | None:
 def probe_dense(be: Backend, probe_keys: Any, offsets: Any) -> tuple[Any, Any]:
     """:func:`probe` through CSR offsets: two gathers instead of binary searches."""
     xp = be.xp
-    if _numba.use(be, len(probe_keys)):
+    if _numba.use(be, len(probe_keys), elementwise=True):
         return _numba.probe_dense(probe_keys, offsets)
     span = len(offsets) - 1
     ok = (probe_keys >= 0) & (probe_keys < span)

@@ -158,5 +158,6 @@ def unpack(be: Backend, key: Any, spec: KeySpec) -> tuple[Any, ...]:
 
 
 def _parallel(be: Backend, n: int) -> bool:
-    """Whether the parallel CPU kernel serves ``n`` rows (NumPy backend, large inputs)."""
-    return _numba.use(be, n)
+    """Whether the parallel CPU kernel serves ``n`` rows (NumPy backend, large inputs;
+    the kernels here gain by parallelism only)."""
+    return _numba.use(be, n, elementwise=True)

@@ -43,7 +43,7 @@ def sort_with_order(be: Backend, keys: Any) -> tuple[Any, Any]:
         ib = (n - 1).bit_length()
         if (hi - lo).bit_length() + ib <= 63:
             rows = be.xp.arange(n, dtype=INDEX)
-            comp = (_numba.pack((keys, rows), (lo, 0), (ib, 0)) if _parallel(be, n)
+            comp = (_numba.pack((keys, rows), (lo, 0), (ib, 0)) if _numba.use(be, n, True)
                     else ((keys - lo) << ib) | rows)
             comp.sort()
             order = comp & ((1 << ib) - 1)

@@ -23,6 +23,7 @@ def parallel_paths(monkeypatch):
     from gpu_engine.kernels import cpu_numba
 
     monkeypatch.setattr(cpu_numba, "MIN_ROWS", 1 << 12)
+    monkeypatch.setattr(cpu_numba, "ELEMENTWISE_MIN_ROWS", 1 << 12)
 
 
 def _cols(be, rows, arity=2):

@@ -62,7 +62,8 @@ MATERIALISE_MODES: dict[str, tuple[bool | int, str]] = {
     "mat_mod": (2, "auto"), "mat_mod_nc": (False, "auto")}
 MODULE_ALGORITHMS = ("remat", "mat_mod", "dredc", "dredc_mod")  # paper 002 §7
 PLAIN_HEAVY = ("remat", "remat1c", "remat2c", "dredc")  # without modules: many minutes
-OPERATIONS = ("small_delete", "small_insert", "large_delete")
+OPERATIONS = ("small_delete", "small_insert", "large_delete", "noop_delete")
+SMALL_OPERATIONS = ("small_delete", "small_insert", "noop_delete")  # suite "small"
 WARMUP_FACTS = 10  # facts deleted and reinserted, untimed, before the timed updates
 KILL_GRACE = 30.0  # seconds a timed-out child gets to report before it is killed
 STAT_FIELDS = ("deleted", "inserted", "overdeleted", "rederived", "added", "derivations",
@@ -118,6 +119,8 @@ class Settings:
     timeout: float = 900.0  # per child job: its timed part, and separately its set-up
     in_process: bool = False
     memory_limit: float | None = None  # bytes of address space per child job (CPU only)
+    large: bool = True  # measure the large deletion (suite "small": no)
+    noop: bool = False  # measure the no-op update: deleting --small facts that are absent
 
 
 def dag_case(n: int, m: int) -> Case:
@@ -188,10 +191,20 @@ MODULES: list[Case] = [  # paper 002 §7: Mat vs Mat-Mod, DRed^c vs DRed^c-Mod
     lubm_case(1, "LUBM_LE", MODULE_ALGORITHMS),
     lubm_case(10, "LUBM_LE", MODULE_ALGORITHMS),
 ]
-SUITES = {"quick": QUICK, "full": FULL, "modules": MODULES}
+SMALL_ALGORITHMS = ("remat", "dred", "counting", "dredc", "bf", "bfc", "mat_mod", "dredc_mod")
+SMALL: list[Case] = [  # issue 11 item 7: small changes cost what they touch
+    *(lubm_case(u, rs, SMALL_ALGORITHMS) for u in (10, 50)
+      for rs in ("LUBM_L", "LUBM_LE", "LUBM_U")),
+    dag_case(2_000, 10_000),
+    dag_case(10_000, 100_000),
+    sspe_case(10_000, 100_000),
+    sspe_case(100_000, 1_000_000),
+]
+SUITES = {"quick": QUICK, "full": FULL, "modules": MODULES, "small": SMALL}
 SUITE_LIMITS = {"quick": (30.0, 150.0), "full": (300.0, 1800.0),  # (repeat budget, timeout) s
-                "modules": (300.0, 1800.0)}
-SUITE_MAT_MODES = {"modules": ("remat", "mat_mod", "mat_mod_nc")}
+                "modules": (300.0, 1800.0), "small": (300.0, 900.0)}
+SUITE_MAT_MODES = {"modules": ("remat", "mat_mod", "mat_mod_nc"), "small": ("remat",)}
+SUITE_ALGORITHMS = {"small": SMALL_ALGORITHMS}
 
 
 # --------------------------------------------------------------------------- data
@@ -323,6 +336,25 @@ def _without(table: Any, idx: np.ndarray) -> Any:
     mask = np.ones(table.num_rows, dtype=bool)
     mask[idx] = False
     return table.filter(pa.array(mask))
+
+
+def absent_facts(explicit: Any, k: int, seed: int = 0) -> Any:
+    """``k`` facts of E's relation that are not in E (the no-op update deletes them): rows
+    of E with the first column moved out of its range (numbers: above the maximum;
+    symbols: a prefix no IRI has)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    k = min(k, explicit.num_rows)
+    rng = np.random.default_rng(seed + 7)
+    rows = explicit.take(np.sort(rng.choice(explicit.num_rows, size=k, replace=False)))
+    col = rows.column(0)
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        top = pc.max(explicit.column(0)).as_py()
+        new = pa.array(np.arange(k, dtype=np.int64) + int(top) + 1).cast(col.type)
+    else:
+        new = pa.array([f"absent:noop/{i}" for i in range(k)], type=col.type)
+    return rows.set_column(0, rows.schema.field(0), new)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -484,7 +516,7 @@ def reference_job(case: Case, st: Settings, cache_dir: Path | None = None) -> di
     t0 = time.perf_counter()
     info["full"] = count(explicit)
     info["small"] = [count(_without(explicit, s)) for s in small]
-    info["large"] = count(_without(explicit, large))
+    info["large"] = count(_without(explicit, large)) if st.large else None
     info["reference_seconds"] = time.perf_counter() - t0
     return info
 
@@ -542,11 +574,25 @@ def _stats_dict(stats: Any) -> dict[str, Any]:
     return d
 
 
+def affected(stats: dict[str, Any], before: int, after: int) -> int:
+    """Facts the update affected: ``UpdateStats.affected`` where the engine reports it (facts
+    whose membership or counters changed), else the membership change ``|after - before|``
+    (exact for deletion-only / insertion-only updates of programs without negation)."""
+    if stats.get("affected") is not None:
+        return int(stats["affected"])
+    return abs(int(after) - int(before))
+
+
 def _summarise(rec: dict[str, Any], times: list[float], stats: list[dict[str, Any]],
-               facts: list[int], refs: list[int]) -> dict[str, Any]:
+               facts: list[int], refs: list[int],
+               touched: list[int] | None = None) -> dict[str, Any]:
     rec["seconds"] = float(np.mean(times)) if times else None
     rec["seconds_repeats"] = times
     rec["repeats"] = len(times)
+    if times:
+        q25, med, q75 = (float(x) for x in np.percentile(times, [25, 50, 75]))
+        rec.update(seconds_median=med, seconds_min=float(min(times)),
+                   seconds_max=float(max(times)), seconds_q25=q25, seconds_q75=q75)
     rec["engine_seconds"] = (float(np.mean([s.get("seconds", 0.0) for s in stats]))
                              if stats else None)
     for f in STAT_FIELDS:
@@ -564,6 +610,14 @@ def _summarise(rec: dict[str, Any], times: list[float], stats: list[dict[str, An
     rec["matches_remat"] = bool(facts) and all(a == b for a, b in zip(facts, refs))
     if len(stats) > 1:
         rec["stats_repeats"] = stats
+    if touched:
+        rec["affected_facts"] = float(np.mean(touched))
+        rec["affected_repeats"] = touched
+        rec["affected_source"] = ("UpdateStats.affected" if stats and "affected" in stats[0]
+                                  else "membership change |facts after - facts before|")
+        total = sum(touched)
+        rec["seconds_per_affected_fact"] = (float(sum(times[:len(touched)])) / total
+                                            if total else None)
     return rec
 
 
@@ -626,8 +680,8 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
             rec["modules"] = plan
 
     recs = {op: {**base, "operation": op, "status": "ok", "device": r.device} for op in OPERATIONS}
-    acc: dict[str, tuple[list[float], list[dict], list[int], list[int]]] = {
-        op: ([], [], [], []) for op in OPERATIONS}
+    acc: dict[str, tuple[list[float], list[dict], list[int], list[int], list[int]]] = {
+        op: ([], [], [], [], []) for op in OPERATIONS}
     peaks = {op: 0 for op in OPERATIONS}
     failed: str | None = None
     interrupted: str | None = None
@@ -636,23 +690,26 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
     op = "small_delete"
     if part == "large":
         small = []
+    noop_ops = ("noop_delete",) if st.noop and part != "large" else ()
     try:
         for k, idx in enumerate(small):
             batch = explicit.take(idx)
             for op, kwargs, ref in (("small_delete", {"delete": batch}, refs["small"][k]),
                                     ("small_insert", {"insert": batch}, full)):
                 _reset_peak()
+                before = _facts(r)
                 try:
                     secs, stats = timed(op, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - unsupported algorithm: record, go on
                     failed = _error(exc)
                     break
                 peaks[op] = max(peaks[op], _peak_rss())
-                times, sts, facts, rfs = acc[op]
+                times, sts, facts, rfs, touched = acc[op]
                 times.append(secs)
                 sts.append(_stats_dict(stats))
                 facts.append(_facts(r))
                 rfs.append(ref)
+                touched.append(affected(sts[-1], before, facts[-1]))
             if failed:
                 break
             if acc["small_insert"][2][-1] != full:
@@ -661,9 +718,30 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
                 rebuilt += 1
             if time.perf_counter() - started > st.repeat_budget:
                 break
+        # the no-op update: delete facts that are not in E (as many as a small deletion)
+        started = time.perf_counter()
+        for k in range(len(small) if noop_ops and not failed else 0):
+            op = "noop_delete"
+            batch = absent_facts(explicit, st.small, st.seed + k)
+            _reset_peak()
+            before = _facts(r)
+            try:
+                secs, stats = timed(op, delete=batch)
+            except Exception as exc:  # noqa: BLE001 - recorded
+                failed = _error(exc)
+                break
+            peaks[op] = max(peaks[op], _peak_rss())
+            times, sts, facts, rfs, touched = acc[op]
+            times.append(secs)
+            sts.append(_stats_dict(stats))
+            facts.append(_facts(r))
+            rfs.append(full)
+            touched.append(affected(sts[-1], before, facts[-1]))
+            if time.perf_counter() - started > st.repeat_budget:
+                break
     except Interrupted:
         interrupted = f"timeout during {op} (repeat {len(acc[op][0]) + 1})"
-    for op in ("small_delete", "small_insert") if part != "large" else ():
+    for op in ("small_delete", "small_insert", *noop_ops) if part != "large" else ():
         rec = recs[op]
         rec["batch_facts"] = int(min(st.small, explicit.num_rows))
         rec["requested_repeats"] = st.repeats
@@ -696,8 +774,11 @@ def run_algorithm(case: Case, st: Settings, algorithm: str, refs: dict[str, Any]
         return
     _reset_peak()
     try:
+        before = _facts(r)
         secs, stats = timed("large_delete", delete=explicit.take(large))
-        _summarise(rec, [secs], [_stats_dict(stats)], [_facts(r)], [refs["large"]])
+        sd = _stats_dict(stats)
+        after = _facts(r)
+        _summarise(rec, [secs], [sd], [after], [refs["large"]], [affected(sd, before, after)])
         used(rec)
         rec.update(_memory(r))
     except Interrupted:
@@ -879,6 +960,7 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
         _log(f"{case.name}: reference counts ({info['reference']}) in "
              f"{info['reference_seconds']:.1f}s; modules: {', '.join(info['modules']) or 'none'}")
     plain_mat: dict[str, Any] = {}  # the Remat line: its timeout also stops DRed^c's set-up
+    remat_times: dict[str, float] = {}  # operation -> Remat's median seconds in this run
     for mode in st.mat_modes:
         rec = {**base, "algorithm": mode, "operation": "materialise",
                "counting": MATERIALISE_MODES[mode][0],
@@ -925,13 +1007,18 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
                       "update_algorithm": engine_alg, "modules_setting": modules,
                       "error": why})
             continue
-        for part, ops in (("small", OPERATIONS[:2]), ("large", OPERATIONS[2:])):
+        parts = [("small", ("small_delete", "small_insert")
+                  + (("noop_delete",) if st.noop else ()))]
+        if st.large:
+            parts.append(("large", ("large_delete",)))
+        for part, ops in parts:
             _log(f"{case.name}: {alg} ({part})")
             t0 = time.perf_counter()
             res = _job({**spec, "job": "algorithm", "algorithm": alg, "refs": info,
                         "part": part}, st)
             done = set()
             for x in res.records:
+                _ratio_to_remat(x, remat_times)
                 emit(x)
                 done.add(x.get("operation"))
             for op in ops:
@@ -941,6 +1028,19 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
                                       "modules_setting": modules}, op))
             _log(f"{case.name}: {alg} ({part}) done in {time.perf_counter() - t0:.1f}s"
                  + (f" ({res.why[:120]})" if res.why else ""))
+
+
+def _ratio_to_remat(rec: dict[str, Any], remat: dict[str, float]) -> None:
+    """Record Remat's median time (the ``remat`` lines come first) and add to every other
+    algorithm's line ``ratio_to_remat`` = its median / Remat's, from the same run."""
+    secs = rec.get("seconds_median")
+    if rec.get("status") != "ok" or secs is None:
+        return
+    op = rec.get("operation")
+    if rec.get("algorithm") == "remat":
+        remat[op] = secs
+    elif remat.get(op):
+        rec["ratio_to_remat"] = secs / remat[op]
 
 
 def _lower_bound(rec: dict[str, Any]) -> bool:
@@ -986,9 +1086,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="incremental-maintenance benchmarks")
     ap.add_argument("--suite", choices=sorted(SUITES), default="quick")
     ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="cpu")
-    ap.add_argument("--algorithms", default=",".join(ALGORITHMS),
+    ap.add_argument("--algorithms", default=None,
                     help="comma-separated subset of " + ",".join(ALGORITHMS)
-                         + " (a case may run fewer)")
+                         + " (default: all; suite small: " + ",".join(SMALL_ALGORITHMS)
+                         + "; a case may run fewer)")
     ap.add_argument("--mat-modes", default=None,
                     help="materialisation modes, comma-separated subset of "
                          + ",".join(MATERIALISE_MODES) + " (default: all; suite modules: "
@@ -1015,7 +1116,8 @@ def main(argv: list[str] | None = None) -> int:
                          "the physical memory; 0: no limit)")
     ap.add_argument("--in-process", action="store_true", help="run the jobs in this process")
     args = ap.parse_args(argv)
-    algs = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+    algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+            if args.algorithms is not None else SUITE_ALGORITHMS.get(args.suite, ALGORITHMS))
     unknown = [a for a in algs if a not in ALGORITHMS]
     if unknown:
         ap.error(f"unknown algorithms: {unknown}")
@@ -1040,7 +1142,8 @@ def main(argv: list[str] | None = None) -> int:
                   repeats=args.repeats, large_fraction=args.large_fraction, seed=args.seed,
                   repeat_budget=budget, mat_repeats=args.mat_repeats,
                   warmup=not args.no_warmup, timeout=timeout,
-                  in_process=args.in_process, memory_limit=memory)
+                  in_process=args.in_process, memory_limit=memory,
+                  large=args.suite != "small", noop=args.suite == "small")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     records = run_suite(cases, st, args.out)

@@ -49,6 +49,7 @@ class Case:
     dataset: dict[str, Any]
     peer_limits: dict[str, str] = field(default_factory=dict)
     modules: bool = False  # also measure gpu-engine-mod (modules="auto")
+    whole_process: bool = False  # time whole processes (start-up, loading, count only)
 
     @property
     def name(self) -> str:
@@ -68,6 +69,12 @@ def _lubm(rule_set: str, univ: int, limits: dict[str, str] | None = None,
                 limits or {}, modules)
 
 
+def _process(case: Case) -> Case:
+    """The same case measured as whole processes (see :func:`run_whole_process`)."""
+    return Case(case.benchmark, case.size, case.dataset, case.peer_limits, case.modules,
+                whole_process=True)
+
+
 QUICK: list[Case] = [
     _dag("tc-linear", 10_000, 100_000),
     _dag("tc-nonlinear", 2_000, 10_000),
@@ -85,7 +92,14 @@ MODULES: list[Case] = [  # paper 002 §7: Mat (gpu-engine) and Mat-Mod (gpu-engi
     _dag("tc-nonlinear", 2_000, 10_000, modules=True),
     _lubm("LUBM_LE", 1, modules=True),
 ]
-SUITES = {"quick": QUICK, "full": FULL, "modules": MODULES}
+PROCESS: list[Case] = [  # issue 11 item 7: whole processes, as a user times `gpu-engine run`
+    _process(_dag("tc-linear", 2_000, 10_000)),
+    _process(_dag("tc-linear", 10_000, 100_000)),
+    _process(_lubm("LUBM_L", 10)),
+    _process(_lubm("LUBM_L", 50, {"clingo": "LUBM(50) is too large for clingo's grounder"})),
+]
+SUITES = {"quick": QUICK, "full": FULL, "modules": MODULES, "process": PROCESS}
+SUITE_PEERS = {"process": ("duckdb", "souffle")}  # peers that can run as a whole process
 SUITE_TIMEOUTS = {"modules": 1800.0}  # seconds per measurement; others: 900
 
 
@@ -134,6 +148,7 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
     engine = spec["engine"]
     out: dict[str, Any] = {"status": "ok"}
     t0 = time.perf_counter()
+    spec = {**spec, "t_start": t0}
     if ds["kind"] == "dag-r":
         prog = GRAPH_PROGRAMS[spec["benchmark"]]
         edges = dag_r(ds["n"], ds["m"], ds.get("seed", 0))
@@ -158,6 +173,8 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
     out["read_seconds"] = time.perf_counter() - t0
 
     started = spec.get("started_file")
+    if spec.get("whole_process"):
+        return run_whole_process(spec, prog, workload, out)
     if engine in OURS:
         from gpu_engine import Reasoner
 
@@ -214,6 +231,113 @@ def run_measurement(spec: dict[str, Any]) -> dict[str, Any]:
             **{k: v for k, v in res.extra.items()},
         )
     out["peak_memory_bytes"] = _peak_rss_bytes()
+    return out
+
+
+def _printsizes(text: str) -> dict[str, int]:
+    """``.printsize`` lines (``relation<TAB>count``) of a CLI's standard output."""
+    sizes = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    return sizes
+
+
+def count_only(text: str, edb: str) -> str:
+    """The program with every ``.output R`` turned into ``.printsize R`` (the run prints the
+    counts instead of writing the relations) and ``.input EDB`` present."""
+    import re
+
+    text = re.sub(r"^\.output(\s+)", r".printsize\1", text, flags=re.M)
+    if not re.search(rf"^\.input\s+{edb}\b", text, re.M):
+        text += f"\n.input {edb}\n"
+    return text
+
+
+DUCKDB_PROCESS_SCRIPT = """\
+import sys, duckdb
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+con.execute("CREATE TABLE edge AS SELECT * FROM read_csv(?, delim='\\t', header=false, "
+            "columns={'x': 'BIGINT', 'y': 'BIGINT'})", [sys.argv[1]])
+n = con.execute("SELECT count(*) FROM (" + sys.argv[2] + ")").fetchall()[0][0]
+print("path", n)
+"""
+
+
+def run_whole_process(spec: dict[str, Any], prog: Any, workload: Any,
+                      out: dict[str, Any]) -> dict[str, Any]:
+    """Time one engine as a whole process, as a user would time ``gpu-engine run``:
+    interpreter start-up, imports, reading the input files, materialising and printing the
+    output counts (``.printsize``, count only). The input files (``edge.facts`` /
+    ``TE.facts``, tab-separated) are written first, untimed. gpu-engine: ``python -m
+    gpu_engine.host.cli run P.dl -F DIR -D OUT --modules off|auto``; duckdb: a fresh Python
+    process that reads the file with ``read_csv`` and counts the recursive CTE; souffle:
+    ``souffle -F DIR -D OUT P.dl`` (interpreter)."""
+    import pyarrow as pa
+
+    from benchmarks.chain import engine_env, run_process
+    from benchmarks.peers import _DUCKDB_SQL, unsupported, write_tsv
+
+    engine = spec["engine"]
+    is_lubm = spec["dataset"]["kind"] == "lubm"
+    if engine not in OURS:
+        why = (unsupported(engine, prog.name, is_lubm)
+               or (None if engine in ("duckdb", "souffle")
+                   else f"{engine} is not measured as a whole process"))
+        if why:
+            return {"status": "skipped", "reason": why}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-process-") as tmp:
+        facts, out_dir = Path(tmp) / "facts", Path(tmp) / "out"
+        facts.mkdir()
+        out_dir.mkdir()
+        table = (workload.triples if is_lubm
+                 else pa.table({"x": workload.edges[:, 0], "y": workload.edges[:, 1]}))
+        write_tsv(table, facts / f"{prog.edb}.facts")
+        del table
+        workload.triples = workload.edges = None
+        prog_path = Path(tmp) / "program.dl"
+        prog_path.write_text(count_only(prog.text, prog.edb), encoding="utf-8")
+        out["write_facts_seconds"] = time.perf_counter() - started
+        # the parent stops this child at spec["timeout"]: stop the grandchild first
+        spent = time.perf_counter() - spec.get("t_start", time.perf_counter())
+        timeout = max(1.0, float(spec.get("timeout", 900.0)) - spent - 15.0)
+        env = None
+        if engine in OURS:
+            device = spec["device"]
+            cmd = [sys.executable, "-m", "gpu_engine.host.cli", "run", str(prog_path),
+                   "-F", str(facts), "-D", str(out_dir), "--device", device, "--quiet",
+                   "--modules", OURS[engine], "--stats-json", str(Path(tmp) / "stats.json")]
+            env = engine_env()
+        elif engine == "duckdb":
+            cmd = [sys.executable, "-c", DUCKDB_PROCESS_SCRIPT,
+                   str(facts / f"{prog.edb}.facts"), _DUCKDB_SQL[prog.name][1]]
+        else:
+            cmd = ["souffle", "-F", str(facts), "-D", str(out_dir), str(prog_path)]
+        if spec.get("started_file"):
+            Path(spec["started_file"]).write_text(str(time.time()), encoding="utf-8")
+        res = run_process(cmd, timeout, REPO_ROOT, env)
+        stats_p = Path(tmp) / "stats.json"
+        stats = json.loads(stats_p.read_text(encoding="utf-8")) if stats_p.exists() else {}
+    if res["timed_out"]:
+        return {**out, "status": "timeout", "reason": f"no result within {timeout:g} s",
+                "materialise_seconds": res["process_seconds"], "lower_bound": True}
+    if res["returncode"] != 0:
+        return {**out, "status": "error",
+                "reason": f"exit {res['returncode']}: {res['stderr'].strip()[-600:]}"}
+    sizes = _printsizes(res["stdout"])
+    per_rel = {rel: sizes.get(rel, 0) for rel in prog.outputs}
+    out.update(device=stats.get("device", "cpu"), load_seconds=None,
+               materialise_seconds=res["process_seconds"], facts=sum(per_rel.values()),
+               per_relation=per_rel, derivations=stats.get("derivations"),
+               engine_seconds=stats.get("seconds"), engine_total_facts=stats.get("facts"),
+               peak_memory_bytes=res["peak_memory_bytes"], whole_process=True,
+               note="materialise_seconds = the whole process (start-up, reading the input "
+                    "files, materialising, printing the counts)")
+    if engine in OURS:
+        out["modules_setting"] = OURS[engine]
     return out
 
 
@@ -343,7 +467,8 @@ def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str
                        if per_pred.get(p) != n}
                 if bad:
                     rec["count_mismatches"] = bad
-            for k in ("input_facts", "note", "version", "modules_setting", "modules"):
+            for k in ("input_facts", "note", "version", "modules_setting", "modules",
+                      "whole_process", "engine_seconds", "write_facts_seconds"):
                 if k in r:
                     rec[k] = r[k]
         else:
@@ -395,7 +520,8 @@ def run_suite(cases: list[Case], device: str, peers: list[str], timeout: float,
                     results[engine] = {"status": "skipped", "reason": missing}
                     continue
                 spec = {"benchmark": case.benchmark, "dataset": case.dataset,
-                        "engine": engine, "device": device}
+                        "engine": engine, "device": device, "timeout": timeout,
+                        "whole_process": case.whole_process}
                 print(f"[bench] {case.name} {engine} ...", file=sys.stderr, flush=True)
                 t0 = time.perf_counter()
                 limit = memory_limit if engine not in OURS or device == "cpu" else None
@@ -436,8 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", choices=sorted(SUITES), default="quick")
     ap.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     ap.add_argument("--out", type=Path, help="append the JSON lines to this file too")
-    ap.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                    help="comma-separated peers (duckdb,clingo,nemo,souffle); '' for none")
+    ap.add_argument("--peers", default=None,
+                    help="comma-separated peers (duckdb,clingo,nemo,souffle; suite process: "
+                         "duckdb,souffle); '' for none")
     ap.add_argument("--only", action="append", default=[],
                     help="run only cases whose 'benchmark@size' contains this (repeatable)")
     ap.add_argument("--timeout", type=float, default=None,
@@ -448,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-process", action="store_true",
                     help="run measurements in this process (peak memory is then cumulative)")
     args = ap.parse_args(argv)
-    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    peers_arg = (args.peers if args.peers is not None
+                 else ",".join(SUITE_PEERS.get(args.suite, DEFAULT_PEERS)))
+    peers = [p.strip() for p in peers_arg.split(",") if p.strip()]
     unknown = [p for p in peers if p not in DEFAULT_PEERS]
     if unknown:
         ap.error(f"unknown peers: {unknown}")

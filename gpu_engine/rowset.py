@@ -117,7 +117,7 @@ class RowSet:
         spec = _spec_for(be, cols)
         if arity == 1 or spec is not None:
             keys = cols[0] if arity == 1 else K.pack(be, cols, spec)
-            res = S.unique_keys(be, keys, return_counts)
+            res = S.unique_keys(be, keys, return_counts, overwrite=arity > 1)
             uk, cnt = res if return_counts else (res, None)
             ucols = (uk,) if arity == 1 else None  # packed: unpacked on first use
         else:  # ranked general path
@@ -194,7 +194,7 @@ class RowSet:
             keys = _keys_with(be, cols, me.spec)
         packed = arity == 1 or me.spec is not None
         if packed:  # value sort of the keys; the columns are unpacked from them
-            res = S.unique_keys(be, keys, return_counts)
+            res = S.unique_keys(be, keys, return_counts, overwrite=arity > 1)
             uk, cnt = res if return_counts else (res, None)
             first = None
         elif return_counts:

@@ -138,11 +138,19 @@ def merge_positions(be: Backend, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
     return xp.flatnonzero(~is_b).astype(INDEX), pos_b
 
 
-def unique_keys(be: Backend, keys: Any, return_counts: bool = False) -> Any:
-    """Sorted distinct keys (and their multiplicities): a value sort, no permutation."""
+def unique_keys(be: Backend, keys: Any, return_counts: bool = False,
+                overwrite: bool = False) -> Any:
+    """Sorted distinct keys (and their multiplicities): a value sort, no permutation.
+
+    ``overwrite``: ``keys`` is a temporary of the caller's and is sorted in place (one
+    array fewer)."""
     xp = be.xp
     n = len(keys)
-    sk = xp.sort(keys)
+    if overwrite:
+        keys.sort()
+        sk = keys
+    else:
+        sk = xp.sort(keys)
     pos = unique_sorted_positions(be, sk)
     if not return_counts:
         return sk[pos]

@@ -334,3 +334,14 @@ def test_gather_chunks_equal_expansion_then_gathers(device, n_probe, parallel_pa
                 rr = bp if r is None else be.to_host(r)[bp]
                 assert all((be.to_host(g) == be.to_host(c)[pi]).all() for g, c in zip(gp, pc))
                 assert all((be.to_host(g) == be.to_host(c)[rr]).all() for g, c in zip(gb, bc))
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_unique_keys_in_place_equals_a_copy(device):
+    be = get_backend(device)
+    vals = np.random.default_rng(2).integers(-40, 40, 500)
+    want, wcnt = (be.to_host(x) for x in sets.unique_keys(be, be.asarray(vals), True))
+    tmp = be.asarray(vals)
+    got, cnt = (be.to_host(x) for x in sets.unique_keys(be, tmp, True, overwrite=True))
+    assert (got == want).all() and (cnt == wcnt).all()
+    assert (want == np.unique(vals)).all()

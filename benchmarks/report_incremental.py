@@ -35,7 +35,12 @@ LABELS = {"remat": "Remat", "remat1c": "Remat-1C", "remat2c": "Remat-2C", "mat_m
           "dredc": "DRed^c", "dredc_mod": "DRed^c-Mod", "bf": "B/F", "bfc": "B/F^c"}
 OPERATIONS = {"small_delete": "Small deletion (seconds, mean of the repeats)",
               "small_insert": "Small insertion: reinserting the deleted facts (seconds, mean)",
-              "large_delete": "Large deletion (seconds)"}
+              "large_delete": "Large deletion (seconds)",
+              "noop_delete": "No-op update: deleting 1,000 absent facts (seconds, mean)"}
+COMBINED = ("small_delete", "small_insert", "large_delete")  # the overview's cells
+SMALL_OPS = {"small_delete": "Small deletion (1,000 facts)",
+             "small_insert": "Small insertion (1,000 facts)",
+             "noop_delete": "No-op update (deleting 1,000 absent facts)"}
 RATIOS = (("remat", "dredc"), ("dred", "dredc"), ("bf", "bfc"), ("remat", "bfc"),
           ("dredc", "dredc_mod"), ("remat", "mat_mod"))
 EXAMPLE1 = "Example1"
@@ -188,7 +193,7 @@ def operation_table(op: str, cases: list[tuple[str, str]], algs: list[str],
 def combined_table(cases: list[tuple[str, str]], algs: list[str],
                    table: dict[Key, dict[str, Any]]) -> list[str]:
     """Paper-style overview: each cell is small deletion / small insertion / large deletion."""
-    algs = [a for a in algs if any(table.get((*c, a, op)) for c in cases for op in OPERATIONS)]
+    algs = [a for a in algs if any(table.get((*c, a, op)) for c in cases for op in COMBINED)]
     out = ["## Overview", "",
            "Seconds per cell: small deletion / small insertion / large deletion (✗: the fact "
            "count after the update differs from a from-scratch rematerialisation; – skipped; "
@@ -196,11 +201,11 @@ def combined_table(cases: list[tuple[str, str]], algs: list[str],
            "timeout after t seconds; timeout: stopped before it started; OOM: out of memory).",
            "", _row(["benchmark", *(LABELS.get(a, a) for a in algs)]), _align(1, len(algs))]
     for case in cases:
-        if not any(table.get((*case, a, op)) for a in algs for op in OPERATIONS):
+        if not any(table.get((*case, a, op)) for a in algs for op in COMBINED):
             continue
         cells = [_case_label(case)]
         for a in algs:
-            parts = [_cell(table.get((*case, a, op))) for op in OPERATIONS]
+            parts = [_cell(table.get((*case, a, op))) for op in COMBINED]
             cells.append(" / ".join(p or "·" for p in parts))
         out.append(_row(cells))
     out.append("")
@@ -412,6 +417,97 @@ def problems(table: dict[Key, dict[str, Any]]) -> list[str]:
     return out
 
 
+def _median(rec: dict[str, Any] | None) -> float | None:
+    if not _ok(rec):
+        return None
+    assert rec is not None
+    med = rec.get("seconds_median")
+    return float(med) if med is not None else float(rec["seconds"])
+
+
+def _small_cell(rec: dict[str, Any] | None, remat: dict[str, Any] | None) -> str:
+    """``median [min–max] ×ratio-to-Remat`` (the ratio of medians, same run)."""
+    if rec is None or not _ok(rec):
+        return _cell(rec)
+    med = _median(rec)
+    lo, hi = rec.get("seconds_min"), rec.get("seconds_max")
+    text = _fmt_s(med)
+    if lo is not None and hi is not None and rec.get("repeats", 1) > 1:
+        text += f" [{_fmt_s(lo)}–{_fmt_s(hi)}]"
+    ratio = rec.get("ratio_to_remat")
+    rmed = _median(remat)
+    if ratio is None and rmed and rec.get("algorithm") != "remat" and med is not None:
+        ratio = med / rmed
+    if ratio is not None:
+        text += f" ×{_fmt_ratio(float(ratio))}"
+    if rec.get("matches_remat") is False:
+        text += " ✗"
+    if rec.get("repeats", 1) < (rec.get("requested_repeats") or 1):
+        text += f" ({rec['repeats']}×)"
+    return text
+
+
+def small_cases(cases: list[tuple[str, str]], table: dict[Key, dict[str, Any]]
+                ) -> list[tuple[str, str]]:
+    """Cases measured by the small-update suite (they have a no-op update line)."""
+    return [c for c in cases if any(k[:2] == c and k[3] == "noop_delete" for k in table)]
+
+
+def small_updates_section(cases: list[tuple[str, str]], algs: list[str],
+                          table: dict[Key, dict[str, Any]]) -> list[str]:
+    """Issue 11 item 7: per operation, median [min–max] and ×Remat; then time per affected
+    fact."""
+    cases = small_cases(cases, table)
+    if not cases:
+        return []
+    out = ["## Small updates: small changes cost what they touch (issue 11, item 7)", "",
+           "Per cell: median seconds of the repeats [fastest–slowest] and ×r = median / "
+           "Remat's median from the same run (below 1: faster than rematerialising). Small "
+           "deletion: 1,000 random explicit facts, each repeat from the original state; "
+           "insertion: reinserting them; no-op: deleting 1,000 facts that are not in E (the "
+           "state does not change, so the ideal cost is ~0). ✗: fact count differs from the "
+           "from-scratch count; –: skipped (Counting on recursive programs; the modular "
+           "variants on programs without a TC/STC module).", ""]
+    for op, title in SMALL_OPS.items():
+        algs_op = [a for a in algs if any(table.get((*c, a, op)) for c in cases)]
+        if not algs_op:
+            continue
+        out += [f"### {title}", "", _row(["benchmark", *(LABELS.get(a, a) for a in algs_op)]),
+                _align(1, len(algs_op))]
+        for c in cases:
+            remat = table.get((*c, "remat", op))
+            out.append(_row([_case_label(c), *(_small_cell(table.get((*c, a, op)), remat)
+                                               for a in algs_op)]))
+        out.append("")
+    out += ["### Time per affected fact", "",
+            "Microseconds per affected fact = Σ seconds / Σ affected facts over the repeats "
+            "(deletion / insertion); affected facts: `UpdateStats.affected` where the engine "
+            "reports it, else the change in the number of facts (for these negation-free "
+            "programs, the facts whose membership changed; facts whose counters changed but "
+            "that stay are not counted). The first column gives the affected facts (mean per "
+            "repeat).", ""]
+    algs_aff = [a for a in algs if any(table.get((*c, a, "small_delete")) for c in cases)]
+    out += [_row(["benchmark", "affected (del / ins)", *(LABELS.get(a, a) for a in algs_aff)]),
+            _align(1, 1 + len(algs_aff))]
+    for c in cases:
+        recs = {op: {a: table.get((*c, a, op)) for a in algs_aff}
+                for op in ("small_delete", "small_insert")}
+        aff = [next((r.get("affected_facts") for r in recs[op].values()
+                     if _ok(r) and r.get("affected_facts") is not None), None)
+               for op in recs]
+        cells = [_case_label(c), " / ".join(_fmt_int(x) or "·" for x in aff)]
+        for a in algs_aff:
+            parts = []
+            for op in recs:
+                r = recs[op][a]
+                v = r.get("seconds_per_affected_fact") if _ok(r) else None
+                parts.append("·" if v is None else f"{v * 1e6:.3g}")
+            cells.append(" / ".join(parts))
+        out.append(_row(cells))
+    out.append("")
+    return out
+
+
 def render_markdown(records: list[dict[str, Any]]) -> str:
     """The whole report."""
     cases, algs, table = latest(records)
@@ -425,6 +521,7 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
            "only), DRed^c, B/F, B/F^c (paper 000), all with `modules=\"off\"`; Mat-Mod "
            "(rematerialise with the TC/STC modules of paper 002) and DRed^c-Mod (paper 002 "
            "Algorithm 3), with `modules=\"auto\"`.", ""]
+    out += small_updates_section(cases, algs, table)
     out += combined_table(cases, algs, table)
     mods = modules_materialise_table(cases, table) + modules_update_table(cases, table)
     if mods:
@@ -490,6 +587,55 @@ def plot_small_delete(cases: list[tuple[str, str]], algs: list[str],
     ax.set_xticklabels([f"{b}\n{s}" for b, s in cases], fontsize=7)
     ax.set_title("Small deletion: mean time per algorithm (hatched: lower bound, timeout)")
     ax.legend(fontsize=7, ncol=max(1, math.ceil(len(algs) / 4)))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_small_updates(cases: list[tuple[str, str]], algs: list[str],
+                       table: dict[Key, dict[str, Any]], path: Path) -> bool:
+    """Issue 11 item 7: one panel per small operation (median, whiskers fastest–slowest,
+    log scale) and one of the time per affected fact (small deletion)."""
+    cases = small_cases(cases, table)
+    if not cases:
+        return False
+    plt = _plt()
+    panels = [*SMALL_OPS.items(), ("per_fact", "Small deletion: µs per affected fact")]
+    fig, axes = plt.subplots(2, 2, figsize=(max(9.0, 1.8 * len(cases) + 4), 8.0))
+    for ax, (op, title) in zip(axes.flat, panels):
+        src = "small_delete" if op == "per_fact" else op
+        series = [a for a in algs if any(_ok(table.get((*c, a, src))) for c in cases)]
+        width = 0.8 / max(1, len(series))
+        for i, a in enumerate(series):
+            xs, ys, lo, hi = [], [], [], []
+            for j, c in enumerate(cases):
+                r = table.get((*c, a, src))
+                if not _ok(r):
+                    continue
+                assert r is not None
+                if op == "per_fact":
+                    v = r.get("seconds_per_affected_fact")
+                    if v is None:
+                        continue
+                    y, y0, y1 = v * 1e6, v * 1e6, v * 1e6
+                else:
+                    y = _median(r) or 0.0
+                    y0, y1 = r.get("seconds_min", y), r.get("seconds_max", y)
+                xs.append(j + (i - (len(series) - 1) / 2) * width)
+                ys.append(max(y, 1e-6))
+                lo.append(max(y - y0, 0.0))
+                hi.append(max(y1 - y, 0.0))
+            if xs:
+                ax.bar(xs, ys, width=width, label=LABELS.get(a, a), color=_colour(a),
+                       yerr=[lo, hi], capsize=1.5, error_kw={"elinewidth": 0.6})
+        ax.set_yscale("log")
+        ax.set_ylabel("µs per affected fact" if op == "per_fact" else "seconds (log scale)")
+        ax.set_xticks(range(len(cases)))
+        ax.set_xticklabels([f"{b}\n{s}" for b, s in cases], fontsize=6)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+    fig.suptitle("Small updates (median; whiskers: fastest–slowest repeat)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -581,6 +727,9 @@ def main(argv: list[str] | None = None) -> int:
     p3 = args.out / "incremental_modules.png"
     if plot_modules(cases, table, p3):
         written.append(p3)
+    p4 = args.out / "incremental_small_updates.png"
+    if plot_small_updates(cases, algs, table, p4):
+        written.append(p4)
     print("wrote " + ", ".join(map(str, written)))
     return 0
 

@@ -947,10 +947,17 @@ def _supervise(spec: dict[str, Any], st: Settings, out_path: Path,
     return None, None
 
 
+def measured_operations(st: Settings) -> tuple[str, ...]:
+    """The update operations a run measures."""
+    return (("small_delete", "small_insert") + (("large_delete",) if st.large else ())
+            + (("noop_delete",) if st.noop else ()))
+
+
 def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> None:
     """Materialise in every mode, compute the reference counts, then run every algorithm
     on the case; emit the records."""
     base = _base(case, st)
+    measured = measured_operations(st)
     spec: dict[str, Any] = {"case": asdict(case), "settings": asdict(st),
                             "cache_dir": str(cache_dir) if cache_dir else None}
     _log(f"{case.name}: reference counts")
@@ -981,7 +988,7 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
     if "full" not in info or "small" not in info:
         reason = ref.why or "reference counts failed"
         for alg in _algorithms(case, st):
-            for op in OPERATIONS:
+            for op in measured:
                 emit({**base, "algorithm": alg, "operation": op, "status": "error",
                       "error": f"not run: {reason}"})
         return
@@ -992,7 +999,7 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
         elif alg in MODULAR and not info.get("modules"):
             skip = f"no TC/STC module in this program ({alg} would be {MODULAR[alg]})"
         if skip:
-            for op in OPERATIONS:
+            for op in measured:
                 emit({**base, "algorithm": alg, "operation": op, "status": "skipped",
                       "reason": skip})
             continue
@@ -1002,7 +1009,7 @@ def run_case(case: Case, st: Settings, emit: Emit, cache_dir: Path | None) -> No
             why = (f"not run: its set-up materialises with modules=\"off\" and counters, "
                    f"and plain Mat did not finish within {st.timeout:g} s")
             _log(f"{case.name}: {alg} {why}")
-            for op in OPERATIONS:
+            for op in measured:
                 emit({**base, "algorithm": alg, "operation": op, "status": "timeout",
                       "update_algorithm": engine_alg, "modules_setting": modules,
                       "error": why})

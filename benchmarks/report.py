@@ -39,7 +39,99 @@ def load_records(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def _key(rec: dict[str, Any]) -> str:
-    return f"{rec.get('benchmark')} / {rec.get('size')}"
+    whole = " (whole process)" if rec.get("whole_process") else ""
+    return f"{rec.get('benchmark')} / {rec.get('size')}{whole}"
+
+
+def is_chain(rec: dict[str, Any]) -> bool:
+    """A line of ``benchmarks.chain``."""
+    return rec.get("benchmark") == "chain"
+
+
+def chain_section(records: list[dict[str, Any]]) -> list[str]:
+    """The chain benchmark: per (program, N) and engine, rounds, seconds, µs per round."""
+    recs = [r for r in records if is_chain(r)]
+    if not recs:
+        return []
+    table: dict[tuple[str, int, str], dict[str, Any]] = {}
+    rows: list[tuple[str, int]] = []
+    engines: list[str] = []
+    for r in recs:
+        key = (str(r.get("program")), int(r.get("n") or 0))
+        if key not in rows:
+            rows.append(key)
+        eng = str(r.get("engine"))
+        if eng not in engines:
+            engines.append(eng)
+        table[(*key, eng)] = r
+    engines = [e for e in engines if any(table.get((*k, e), {}).get("status") == "ok"
+                                         for k in rows)] or engines[:1]
+    out = ["## Chain: rounds with one-fact deltas (issue 11, item 7)", "",
+           "Per engine: seconds (gpu-engine: its materialisation, from `--stats-json`; DuckDB: "
+           "the query; Soufflé: its whole run), µs per round and, in parentheses, the whole "
+           "process (start-up, imports, JIT, parsing). `chain`: `n(x + 1) :- n(x), x < N` "
+           "(N rounds); `body3`: Soufflé's independent_body3 with bound N (≈ 2N rounds); "
+           "`independent_body3`: the conformance case itself (N = 10^6; ok = output equals "
+           "Soufflé's). ≥ t: stopped by the timeout.", ""]
+    header = ["program", "N", "rounds"]
+    for e in engines:
+        header += [f"{e} s", f"{e} µs/round", f"{e} rounds/s"]
+    out += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (
+        len(header) - 1)) + "|"]
+    for prog, n in rows:
+        first = next((table[(prog, n, e)] for e in engines
+                      if table.get((prog, n, e), {}).get("rounds")), {})
+        cells = [prog + (" (output ok)" if first.get("output_ok") else
+                         " (**output differs**)" if first.get("output_ok") is False else ""),
+                 f"{n:,}", _fmt_int(first.get("rounds"))]
+        for e in engines:
+            r = table.get((prog, n, e))
+            if r is None:
+                cells += ["", "", ""]
+            elif r.get("status") == "timeout":
+                cells += [f"≥ {_fmt_s(r.get('process_seconds'))} (process)", "", ""]
+            elif r.get("status") != "ok":
+                cells += [str(r.get("status")), "", ""]
+            else:
+                spr, rps = r.get("seconds_per_round"), r.get("rounds_per_second")
+                cells += [f"{_fmt_s(r.get('seconds'))} ({_fmt_s(r.get('process_seconds'))})",
+                          "" if spr is None else f"{spr * 1e6:.3g}",
+                          "" if rps is None else f"{rps:,.0f}"]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def render_chain_plot(records: list[dict[str, Any]], path: Path) -> bool:
+    """µs per round against rounds (log-log), one line per program and engine."""
+    recs = [r for r in records if is_chain(r) and r.get("status") == "ok"
+            and r.get("seconds_per_round") and r.get("rounds")
+            and r.get("program") != "independent_body3"]
+    if not recs:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for r in recs:
+        series.setdefault((str(r["program"]), str(r["engine"])), []).append(
+            (int(r["rounds"]), float(r["seconds_per_round"]) * 1e6))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for (prog, eng), pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=f"{prog} / {eng}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rounds")
+    ax.set_ylabel("µs per round (log scale)")
+    ax.set_title("Chain: one-fact deltas, time per round")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
 
 
 def _latest(records: list[dict[str, Any]]) -> tuple[list[str], list[str], dict]:
@@ -95,13 +187,20 @@ def _ratio_cell(rec: dict[str, Any] | None) -> str:
 
 def render_markdown(records: list[dict[str, Any]]) -> str:
     """Markdown report: summary table (times, ratio) and detailed measurements."""
+    chain = chain_section(records)
+    records = [r for r in records if not is_chain(r)]
+    if not records:
+        return "\n".join(["# Benchmark results", "", *chain])
     cases, engines, table = _latest(records)
-    out = ["# Benchmark results", ""]
+    out = ["# Benchmark results", "", *chain]
     out.append("Materialisation time in seconds (✗: fact count differs from the expected one; "
                "≥ t: stopped by the timeout after t seconds; `skipped`/`timeout`/`error`: see "
                "details). Ratio = gpu-engine time / fastest peer's time (below 1: gpu-engine "
                "is faster). gpu-engine runs with `modules=\"off\"` (Mat); gpu-engine-mod with "
-               "the TC/STC modules of paper 002 (`modules=\"auto\"`, Mat-Mod).")
+               "the TC/STC modules of paper 002 (`modules=\"auto\"`, Mat-Mod). Rows marked "
+               "*(whole process)* (`run.py --suite process`) time each engine as a whole "
+               "process, as a user times `gpu-engine run`: start-up, reading the input "
+               "files, materialising and printing the counts.")
     out.append("")
     mod = ENGINE_MOD in engines
     header = ["benchmark / size", "facts", *engines, "ratio",
@@ -205,9 +304,15 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     md = args.out / "report.md"
     md.write_text(render_markdown(records), encoding="utf-8")
-    png = args.out / "report.png"
-    render_plot(records, png)
-    print(f"wrote {md} and {png}")
+    written = [md]
+    if render_chain_plot(records, args.out / "chain.png"):
+        written.append(args.out / "chain.png")
+    others = [r for r in records if not is_chain(r)]
+    if others:
+        png = args.out / "report.png"
+        render_plot(others, png)
+        written.append(png)
+    print("wrote " + ", ".join(map(str, written)))
     return 0
 
 

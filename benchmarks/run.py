@@ -479,6 +479,8 @@ def finish_case(case: Case, results: dict[str, dict[str, Any]]) -> list[dict[str
                 rec["traceback"] = r["traceback"]
         if source:
             rec["expected_source"] = source
+        if case.whole_process:
+            rec["whole_process"] = True
         records.append(rec)
     return records
 

@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-incremental bench-modules report lint gpu-test clean
+.PHONY: demo test fuzz bench bench-incremental bench-modules bench-chain bench-small \
+	bench-process report lint gpu-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,27 @@ bench-modules: $(STAMP)
 	$(PY) -m benchmarks.run --suite modules $(if $(ONLY),--only '$(ONLY)') --out benchmarks/results/modules_peers.jsonl
 	if [ -s benchmarks/results/modules_peers.jsonl ]; then \
 	  $(PY) -m benchmarks.report benchmarks/results/modules_peers.jsonl --out benchmarks/results/modules; fi
+
+## bench-chain: issue 11 item 7: rounds per second with one-fact deltas (N = 10^3..10^6 and the
+##   conformance case independent_body3), whole gpu-engine runs beside DuckDB/Soufflé; SIZES=1000,10000
+bench-chain: $(STAMP)
+	$(PY) -m benchmarks.chain $(if $(SIZES),--sizes $(SIZES)) --out benchmarks/results/chain.jsonl
+	$(PY) -m benchmarks.report benchmarks/results/chain.jsonl --out benchmarks/results/chain
+
+## bench-small: issue 11 item 7: 1,000-fact deletions/insertions and the no-op update for every
+##   algorithm on LUBM(10/50) L/LE/U, DAG-R, SSPE (hours in all: ONLY='LUBM_L@LUBM(10)' selects,
+##   ALGORITHMS=remat,dredc restricts), then the report
+bench-small: $(STAMP)
+	$(PY) -m benchmarks.incremental --suite small $(if $(ONLY),--only '$(ONLY)') \
+	  $(if $(ALGORITHMS),--algorithms $(ALGORITHMS)) --out benchmarks/results/small.jsonl
+	$(PY) -m benchmarks.report_incremental benchmarks/results/small.jsonl --out benchmarks/results/small
+
+## bench-process: issue 11 item 7: whole-process materialisation (start-up and loading included,
+##   count only) of tc-linear DAG-R and LUBM_L LUBM(10/50) against DuckDB and Soufflé
+bench-process: $(STAMP)
+	$(PY) -m benchmarks.run --suite process --device cpu $(if $(ONLY),--only '$(ONLY)') \
+	  --out benchmarks/results/process.jsonl
+	$(PY) -m benchmarks.report benchmarks/results/process.jsonl --out benchmarks/results/process
 
 gpu-test: $(STAMP)
 	GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q

@@ -38,19 +38,28 @@ MIN_ROWS = 1 << 17  # below this the NumPy path is as fast (and needs no compila
 # parallel region can wait a scheduler slice for its second thread, which cost the
 # medium-sized arrays of DAG-R 2k/10k non-linear TC 20 % at 1 << 17 rows.  Merges,
 # membership and join expansion do less work than their array-operation fallbacks and
-# keep the lower threshold (DAG-R 10k/100k linear TC: 3.1 s with all at 1 << 21, 2.6 s).
+# go down to MIN_ROWS (DAG-R 10k/100k linear TC: 3.1 s with all at 1 << 21, 2.6 s).
 ELEMENTWISE_MIN_ROWS = 1 << 21
+# The first Numba call of a process costs ~0.3 s (setting up its CPU target, loading the
+# cached kernels): only an input of this size pays it, so that workloads of medium-sized
+# arrays (LUBM(10): 0.45 -> 0.15 s) never do; once paid, kernels serve from MIN_ROWS.
+FIRST_USE_ROWS = 1 << 21
+_warm = False
 
 
 def use(be: Any, n: int, elementwise: bool = False) -> bool:
     """Whether a parallel kernel serves ``n`` rows on backend ``be`` (NumPy backend, large
-    inputs; ``elementwise``: a kernel that gains by parallelism only).  The first time a
-    CPU kernel sees ``MIN_ROWS`` rows, the process keeps freed memory for reuse
-    (:mod:`kernels.cpu_memory`)."""
+    inputs; ``elementwise``: a kernel that gains by parallelism only).  From the first
+    kernel call on, the process keeps freed memory for reuse (:mod:`kernels.cpu_memory`)."""
+    global _warm
     if be.is_gpu or n < MIN_ROWS or not AVAILABLE:
         return False
-    cpu_memory.keep_freed_memory()
-    return not elementwise or n >= ELEMENTWISE_MIN_ROWS
+    if n < (ELEMENTWISE_MIN_ROWS if elementwise else MIN_ROWS if _warm else FIRST_USE_ROWS):
+        return False
+    if not _warm:
+        cpu_memory.keep_freed_memory()
+        _warm = True
+    return True
 
 
 def threads() -> int:

@@ -24,6 +24,7 @@ def parallel_paths(monkeypatch):
 
     monkeypatch.setattr(cpu_numba, "MIN_ROWS", 1 << 12)
     monkeypatch.setattr(cpu_numba, "ELEMENTWISE_MIN_ROWS", 1 << 12)
+    monkeypatch.setattr(cpu_numba, "FIRST_USE_ROWS", 1 << 12)
 
 
 def _cols(be, rows, arity=2):

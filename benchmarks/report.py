@@ -99,7 +99,39 @@ def chain_section(records: list[dict[str, Any]]) -> list[str]:
                           "" if rps is None else f"{rps:,.0f}"]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    fits = chain_fits(recs)
+    if fits:
+        out += ["Least-squares fit `seconds = fixed + per_round × rounds` over the sizes N "
+                "(the fixed part is start-up inside the engine: JIT, planning, the first "
+                "rounds; the slope is the marginal cost of a round):", "",
+                "| program | engine | fixed s | µs per round (marginal) | sizes |",
+                "|---|---|---:|---:|---:|"]
+        for (prog, eng), (a, b, k) in fits.items():
+            out.append(f"| {prog} | {eng} | {a:.3f} | {b * 1e6:.3g} | {k} |")
+        out.append("")
     return out
+
+
+def chain_fits(recs: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """Per (program, engine) with at least two sizes: (fixed seconds, seconds per round,
+    number of sizes) of a least-squares line through (rounds, seconds)."""
+    import numpy as np
+
+    pts: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
+    for r in recs:
+        if r.get("status") == "ok" and r.get("rounds") and r.get("seconds") is not None \
+                and r.get("program") != "independent_body3":
+            pts.setdefault((str(r["program"]), str(r["engine"])), {})[int(r["n"])] = (
+                float(r["rounds"]), float(r["seconds"]))
+    fits = {}
+    for key, by_n in pts.items():
+        if len(by_n) < 2:
+            continue
+        x = np.array([v[0] for v in by_n.values()])
+        y = np.array([v[1] for v in by_n.values()])
+        b, a = np.polyfit(x, y, 1)
+        fits[key] = (float(a), float(b), len(by_n))
+    return fits
 
 
 def render_chain_plot(records: list[dict[str, Any]], path: Path) -> bool:

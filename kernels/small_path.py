@@ -29,6 +29,8 @@ try:
     from numba import njit, types
     from numba.extending import intrinsic
 
+    from .numba_cache import CACHE  # False when no cache location is writable
+
     AVAILABLE = True
 except ImportError:  # pragma: no cover - numba is a dependency
     AVAILABLE = False
@@ -100,13 +102,13 @@ if AVAILABLE:
 
         return sig, codegen
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _wrap(v, t):
         if t == 0:
             return ((v + 2147483648) & 4294967295) - 2147483648
         return v & 4294967295
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _eval(code, lo, hi, regs, stack):
         """Evaluate code[lo:hi] over the registers: (value, valid)."""
         sp = 0
@@ -150,7 +152,7 @@ if AVAILABLE:
                 stack[sp - 1] = r
         return stack[0], valid
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _pack(IX, e, vals, k):
         """The probe key of ``vals[:k]`` in index entry ``e``'s layout (-1: no match)."""
         if IX[e, IX_W] == 64:
@@ -164,7 +166,7 @@ if AVAILABLE:
             key |= d << IX[e, IX_SH + i]
         return key, True
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _lower(keys, n, key):
         lo, hi = 0, n
         while lo < hi:
@@ -175,7 +177,7 @@ if AVAILABLE:
                 hi = mid
         return lo
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _range(A, IX, e, vals, k):
         """Positions [lo, hi) of index entry ``e`` whose key equals ``vals[:k]``."""
         n = IX[e, IX_N]
@@ -197,7 +199,7 @@ if AVAILABLE:
             hi += 1
         return lo, hi
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _hash(vals, k):
         h = np.uint64(1469598103934665603)
         for i in range(k):
@@ -205,7 +207,7 @@ if AVAILABLE:
             h ^= h >> np.uint64(29)
         return h
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=CACHE, nogil=True)
     def hash_insert(HD, hhead, hnext, nvals, h, row):
         """Add N row ``row`` to hash index ``h``."""
         k = HD[h, HD_NKEY]
@@ -216,7 +218,7 @@ if AVAILABLE:
         hnext[h, row] = hhead[h, slot]
         hhead[h, slot] = row
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=CACHE, nogil=True)
     def rebuild_hashes(HD, hhead, hnext, nvals, nrel, nnew, count, full_hash):
         """Insert rows [0, count) into the hash indexes of their relation (new facts into
         all of them, facts already in the base runs only into the full-row hash)."""
@@ -228,7 +230,7 @@ if AVAILABLE:
                 if nnew[row] == 1 or h == full_hash[r]:
                     hash_insert(HD, hhead, hnext, nvals, h, row)
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _in_base(A, IX, M, r, vals, k):
         for e in range(M[r, 0], M[r, 0] + M[r, 1]):
             lo, hi = _range(A, IX, e, vals, k)
@@ -236,7 +238,7 @@ if AVAILABLE:
                 return True
         return False
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _find(HD, hhead, hnext, nvals, h, vals, k):
         """An N row of hash ``h`` whose full row equals ``vals`` (-1: none)."""
         slot = np.int64(_hash(vals, k) & np.uint64(hhead.shape[1] - 1))
@@ -252,7 +254,7 @@ if AVAILABLE:
             row = hnext[h, row]
         return -1
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=CACHE, nogil=True)
     def _filters(A, IX, F, code, f0, nf, regs, stack, keybuf):
         for f in range(f0, f0 + nf):
             kind = F[f, F_KIND]
@@ -291,7 +293,7 @@ if AVAILABLE:
                         return False
         return True
 
-    @njit(cache=True, nogil=True, inline='always')
+    @njit(cache=CACHE, nogil=True, inline='always')
     def _n_row_ok(L, lv, nvals, row, regs):
         """Constants, repeated variables and bound keys of an atom on an N row."""
         for i in range(L[lv, L_NCONST]):
@@ -305,7 +307,7 @@ if AVAILABLE:
                 return False
         return True
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=CACHE, nogil=True)
     def _variant(A, IX, L, F, V, code, HD, hhead, hnext, nvals, nrel, ntag, nnew, st,
                  ovals, orel, v, t):
         """All instances of variant ``v`` in round ``t``, appended to the output buffer;
@@ -441,7 +443,7 @@ if AVAILABLE:
                 made += 1
         return made
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=CACHE, nogil=True)
     def run_rounds(A, IX, L, F, V, code, HD, hhead, hnext, M, full_hash, nvals, nrel,
                    ntag, nnew, ncnt, st, ovals, orel, rder, reval, counting, delta_max,
                    max_rounds):

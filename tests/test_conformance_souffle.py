@@ -9,19 +9,14 @@ require, for every expected ``<Rel>.csv``, that the produced file holds the same
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import souffle_cases
+from souffle_cases import lines
 
 SUITES = ("souffle", "souffle-eqrel")
-# Seconds one case may take before it counts as a failure (0 disables the limit).
-CASE_TIMEOUT = float(os.environ.get("GPU_ENGINE_CASE_TIMEOUT", "600"))
 
 
 def _shared_dir() -> Path | None:
@@ -51,64 +46,22 @@ CASES = [
 ]
 
 
-def _lines(path: Path) -> list[str]:
-    """The lines of a Soufflé output file, without line terminators."""
-    return path.read_text(encoding="utf-8").splitlines()
-
-
 def _souffle_rejects(case: Path) -> bool:
     """Soufflé reported an error (not just warnings) and produced no output."""
     errors = [
         line
         for err in case.glob("*.err")
-        for line in _lines(err)
+        for line in lines(err)
         if line.startswith("Error") or ": error" in line.lower()
     ]
     return bool(errors) and not any(case.glob("*.csv"))
 
 
-class CaseTimeout(Exception):
-    """A case ran longer than ``CASE_TIMEOUT`` seconds."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``CaseTimeout`` in the main thread after ``seconds`` (POSIX; else no limit)."""
-    usable = seconds > 0 and hasattr(signal, "SIGALRM")
-    if not usable or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise CaseTimeout(f"no result after {seconds:g} s (GPU_ENGINE_CASE_TIMEOUT)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def run_cli(program: Path, facts: Path, out: Path, device: str) -> tuple[int, str, str]:
     """Run ``gpu-engine run`` in-process; returns (exit status, stdout, stderr)."""
-    from gpu_engine.host.cli import main
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with (
-        time_limit(CASE_TIMEOUT),
-        contextlib.redirect_stdout(stdout),
-        contextlib.redirect_stderr(stderr),
-    ):
-        try:
-            rc = main(
-                ["run", str(program), "-F", str(facts), "-D", str(out)]
-                + ["--device", device, "--quiet"]
-            )
-        except SystemExit as exc:  # argparse errors
-            rc = exc.code if isinstance(exc.code, int) else 1
-    return int(rc or 0), stdout.getvalue(), stderr.getvalue()
+    return souffle_cases.run_cli(
+        ["run", str(program), "-F", str(facts), "-D", str(out), "--device", device, "--quiet"]
+    )
 
 
 def test_cases_found(shared_dir: Path) -> None:
@@ -135,7 +88,7 @@ def test_souffle_case(case: Path, device: str, tmp_path: Path) -> None:
         if not produced.exists():
             problems.append(f"{expected_file.name}: not written")
             continue
-        want, got = _lines(expected_file), _lines(produced)
+        want, got = lines(expected_file), lines(produced)
         if set(want) != set(got):
             missing = sorted(set(want) - set(got))
             extra = sorted(set(got) - set(want))

@@ -218,7 +218,8 @@ class Builder(Transformer):
     def pragma(self, children: list[Any]) -> NoteStmt:
         kw, *args = children
         text = " ".join(str(a) for a in args if a is not None)
-        return NoteStmt(f"ignored .pragma {text}", self._loc(kw))
+        key, value = (str(a)[1:-1] if a is not None else "" for a in (args + [None, None])[:2])
+        return NoteStmt(f"ignored .pragma {text}", self._loc(kw), (key, value))
 
     def unsupported_directive(self, children: list[Token]) -> None:
         tok = children[0]

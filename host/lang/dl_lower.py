@@ -31,6 +31,7 @@ from gpu_engine.host.lang.dl_types import TypeEnv
 
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError
+from gpu_engine.magic import magic_transform
 
 MAX_DISJUNCTS = 4096  # rules one clause may expand to
 
@@ -83,6 +84,7 @@ class Lowering:
         self.directives: list[Directive] = []
         self.notes: list[str] = []
         self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
+        self.magic: list[tuple[str, Location]] = []
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -99,8 +101,35 @@ class Lowering:
             elif isinstance(stmt, RuleStmt):
                 self._clause(stmt)
             elif isinstance(stmt, NoteStmt):
-                self.notes.append(f"{stmt.loc}: {stmt.text}")
+                if stmt.pragma is not None and stmt.pragma[0] == "magic-transform":
+                    self.magic.append((stmt.pragma[1], stmt.loc))
+                else:
+                    self.notes.append(f"{stmt.loc}: {stmt.text}")
+        if self.magic:
+            self._magic_transform()
         return ParsedProgram(self.program, self.directives, self.notes)
+
+    def _magic_transform(self) -> None:
+        """``.pragma "magic-transform" "*"`` (or a comma-separated list of relations):
+        demand-driven evaluation by the magic-set transformation (gpu_engine/magic.py)."""
+        names: set[str] | None = set()
+        for value, loc in self.magic:
+            parts = {p.strip() for p in value.split(",") if p.strip()}
+            if "*" in parts:
+                names = None
+                break
+            for p in parts:
+                if p not in self.program.relations:
+                    raise ProgramError(f"magic-transform names an undeclared relation '{p}'", loc)
+            names |= parts
+        keep = {d.relation for d in self.directives}
+        result = magic_transform(self.program, keep, names)
+        self.program = result.program
+        if result.transformed:
+            self.notes.append(
+                f"{self.magic[0][1]}: magic-transform: demand-driven evaluation of "
+                + ", ".join(sorted(result.transformed))
+            )
 
     # ---- declarations -----------------------------------------------------------------
 

@@ -176,10 +176,12 @@ class RuleStmt:
 
 @dataclass(frozen=True)
 class NoteStmt:
-    """Something accepted and ignored (``.plan``, ``.pragma``)."""
+    """Something accepted and ignored (``.plan``, ``.pragma``); ``pragma`` holds a
+    ``.pragma``'s key and value (quotes removed)."""
 
     text: str
     loc: Location
+    pragma: tuple[str, str] | None = None
 
 
 Statement = DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt

@@ -314,8 +314,11 @@ class _Transformer:
         filters = [c for c in (*checks, *[lit for lit in body if isinstance(lit, Compare)])
                    if literal_vars(c) <= _closure(body, have)]
         lits += filters
-        self.out.rules.append(Rule(Atom(self.magic_name(rel, adorn), head_args, atom.loc),
-                                   tuple(lits), atom.loc))
+        name = self.magic_name(rel, adorn)
+        if not lits and all(isinstance(a, Const) for a in head_args):  # a seed: a fact
+            self.out.facts.setdefault(name, []).append(tuple(a.value for a in head_args))
+            return
+        self.out.rules.append(Rule(Atom(name, head_args, atom.loc), tuple(lits), atom.loc))
 
 
 def _closure(body: tuple, bound: set[str]) -> set[str]:

@@ -306,11 +306,19 @@ def _read_update_facts(r: Reasoner, facts_dir: str, default_io: str = "file"
     return facts
 
 
-def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
+def _stats_console() -> Any:
+    """A console on stderr; when stderr is not a terminal (a file, a pipe, CI logs) tables
+    are not wrapped to 80 columns: each row stays one line, for grep and diff."""
     from rich.console import Console
+
+    wide = None if sys.stderr.isatty() else 100_000
+    return Console(file=sys.stderr, highlight=False, width=wide)
+
+
+def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
     from rich.table import Table
 
-    console = Console(file=sys.stderr, highlight=False)
+    console = _stats_console()
     t = Table(title=f"materialisation on {stats.device}: {stats.facts:,} facts, "
               f"{stats.derivations:,} derivations, {stats.seconds:.3f} s "
               f"(load {load_s:.3f} s, total {total_s:.3f} s)")
@@ -328,10 +336,9 @@ def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
 
 
 def _print_update_stats(stats: Any, total_s: float) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stderr, highlight=False)
+    console = _stats_console()
     t = Table(title=f"update with {stats.algorithm} on {stats.device}: "
               f"{stats.seconds:.3f} s (total {total_s:.3f} s)")
     t.add_column("")

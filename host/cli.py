@@ -84,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("--stats", action="store_true", help="print the update statistics")
     upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     upd.add_argument("--quiet", action="store_true", help="no progress display")
+    exl = sub.add_parser("explain", help="why a fact of a store holds: a proof tree of "
+                                         "minimal height down to explicit facts")
+    exl.add_argument("store", metavar="STORE_DIR")
+    exl.add_argument("fact", help="the fact, e.g. 'path(1, 5)' or 'name(\"text\")'")
+    exl.add_argument("--json", action="store_true", help="print the proof as JSON")
+    exl.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     return p
 
 
@@ -96,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             return _export(args)
         if args.command == "update":
             return _update(args)
+        if args.command == "explain":
+            return _explain(args)
     except ProgramError as exc:
         print(f"{exc}" if exc.loc else f"gpu-engine: error: {exc}", file=sys.stderr)
         return 1
@@ -214,6 +222,23 @@ def _export(args: argparse.Namespace) -> int:
     r = open_store(args.store, device=args.device)
     _write_outputs(_render_outputs(r, args.output, args.format), args.output)
     return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """``explain STORE FACT``: the proof tree (exit 0), or that the fact does not hold
+    (exit 1)."""
+    from .store import open_store
+
+    r = open_store(args.store, device=args.device)
+    proof = r.explain(args.fact)
+    if args.json:
+        print(json.dumps(proof.to_dict() if proof is not None else
+                         {"fact": args.fact.strip(), "kind": "does not hold"}, indent=1))
+    elif proof is None:
+        print(f"{args.fact.strip()} does not hold")
+    else:
+        print(proof.text())
+    return 0 if proof is not None else 1
 
 
 def _update(args: argparse.Namespace) -> int:

@@ -58,6 +58,10 @@ class SymbolTable:
 
     # --- encoding -------------------------------------------------------------------
 
+    def find(self, symbol: str) -> int | None:
+        """The id of ``symbol``, or ``None`` when it is not in the dictionary (no insert)."""
+        return self._index.get(symbol)
+
     def encode(self, symbol: str) -> int:
         sid = self._index.get(symbol)
         if sid is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +19,9 @@ from gpu_engine.values import encode_scalar
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows
 from .lang.parser import ParsedProgram, parse_program
+
+if TYPE_CHECKING:
+    from .explain import Proof
 
 
 class Reasoner:
@@ -215,6 +218,14 @@ class Reasoner:
         if rel.arity == 0:
             return pa.table({"holds": pa.array([True] * self.engine.size(name))})
         return decode_table(self.engine.columns(name), rel, self.symbols)
+
+    def explain(self, fact: str) -> Proof | None:
+        """Why ``fact`` (e.g. ``'path(1, 5)'``) holds: a proof tree of minimal height down to
+        explicit facts (``Proof.text()``, ``Proof.to_dict()``), or ``None`` when it does
+        not hold. Costs backward steps over the fact's backward closure, not a re-run."""
+        from .explain import explain
+
+        return explain(self, fact)
 
     def relation_sizes(self) -> dict[str, int]:
         """Number of facts per relation."""

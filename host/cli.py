@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     exl.add_argument("fact", help="the fact, e.g. 'path(1, 5)' or 'name(\"text\")'")
     exl.add_argument("--json", action="store_true", help="print the proof as JSON")
     exl.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    from .query_cli import add_query_parser
+
+    add_query_parser(sub)
     return p
 
 
@@ -104,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             return _update(args)
         if args.command == "explain":
             return _explain(args)
+        if args.command == "query":
+            from .query_cli import query_command
+
+            return query_command(args)
     except ProgramError as exc:
         print(f"{exc}" if exc.loc else f"gpu-engine: error: {exc}", file=sys.stderr)
         return 1

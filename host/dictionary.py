@@ -50,8 +50,10 @@ class SymbolTable:
         """Forget the symbols with ids ``n`` and above (those a failed update added)."""
         if n >= len(self._index):
             return
-        kept = self.values()[:n]
-        self._index = {s: i for s, i in self._index.items() if i < n}
+        values = self.values()
+        for s in values[n:].to_pylist():  # O(removed), not O(dictionary)
+            del self._index[s]
+        kept = values[:n]
         self._chunks = [kept] if n else []
         self._values = kept
         self._order = None
@@ -71,6 +73,10 @@ class SymbolTable:
             self._values = None
             self._order = None
         return sid
+
+    def lookup(self, symbol: str) -> int | None:
+        """The id of ``symbol``, or None when it is not in the dictionary (never adds)."""
+        return self._index.get(symbol)
 
     def encode_many(self, symbols: Any) -> np.ndarray:
         """Encode a list, NumPy array or Arrow (chunked) array of strings."""

@@ -239,6 +239,19 @@ class Reasoner:
         return render_rows(self.engine.columns(name), rel, self.symbols, delimiter,
                            n_rows=self.engine.size(name))
 
+    def query(self, text: str, *, limit: int | None = None) -> pa.Table:
+        """Answer a query, a rule body such as ``'path(1, X), edge(X, Y), !edge(Y, 3)'``,
+        over the materialisation (materialising first if needed; nothing is changed).
+
+        Returns one column per named variable in order of first appearance, one row per
+        distinct answer, values decoded and typed like the attributes, sorted; a query
+        without named variables returns one boolean column ``holds`` with one row.
+        ``limit`` keeps the first rows.  Errors are :class:`ProgramError` located in the
+        query text (file ``<query>``).  See :mod:`host.query`."""
+        from .query import answer
+
+        return answer(self, text, limit).table
+
     # --- helpers ----------------------------------------------------------------------
 
     def _ensure(self) -> None:

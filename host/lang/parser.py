@@ -26,12 +26,13 @@ from gpu_engine.host.lang.dl_builder import Builder
 from gpu_engine.host.lang.dl_lexer import DatalogLexer, LexError
 from gpu_engine.host.lang.dl_lower import Lowering
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
+from gpu_engine.host.lang.dl_syntax import Statement
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from gpu_engine.ir import Location, ProgramError
 
-__all__ = ["Directive", "ParsedProgram", "parse_file", "parse_program"]
+__all__ = ["Directive", "ParsedProgram", "parse_file", "parse_program", "parse_statements"]
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _LOCK = threading.Lock()
@@ -81,6 +82,19 @@ def parse_program(text: str, filename: str = "<input>") -> ParsedProgram:
     finally:
         if gc_enabled:
             gc.enable()
+
+
+def parse_statements(text: str, filename: str = "<input>") -> list[Statement]:
+    """The surface statements of ``text`` (parsed, not yet checked or lowered)."""
+    lark, builder = _parser()
+    with _LOCK:
+        builder.filename = filename
+        try:
+            return lark.parse(text)  # type: ignore[return-value]
+        except UnexpectedInput as e:
+            raise _syntax_error(e, text, filename, lark) from None
+        except LexError as e:
+            raise ProgramError(e.message, Location(filename, e.line, e.column)) from None
 
 
 def parse_file(path: str | Path) -> ParsedProgram:

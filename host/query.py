@@ -79,11 +79,14 @@ class Query:
 
 
 def parse_query(text: str, relations: dict[str, ir.Relation],
-                types: Callable[[], TypeEnv] | None = None) -> Query:
+                types: Callable[[], TypeEnv] | None = None,
+                demand_only: frozenset[str] = frozenset()) -> Query:
     """Check ``text`` against the program's ``relations`` and lower it to rules.
 
     ``types`` gives the program's type declarations; it is called only when the query
-    casts to a type that is not a base type (``as(X, Id)``)."""
+    casts to a type that is not a base type (``as(X, Id)``).  Relations in
+    ``demand_only`` (computed only as far as the outputs demand, by the magic-set
+    transformation) cannot be queried: their facts are incomplete."""
     body_text = text.rstrip()
     if body_text.endswith("."):
         body_text = body_text[:-1].rstrip()
@@ -96,13 +99,13 @@ def parse_query(text: str, relations: dict[str, ir.Relation],
     lines = body_text.split("\n")
     end = Location(QUERY_FILE, len(lines), len(lines[-1]) + 2)  # where the '.' goes
     try:
-        return _lower(text, prefix + body_text + " .", head, relations, types)
+        return _lower(text, prefix + body_text + " .", head, relations, types, demand_only)
     except ProgramError as exc:
         raise _in_query(exc, len(prefix), end) from None
 
 
 def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
-           types: Callable[[], TypeEnv] | None) -> Query:
+           types: Callable[[], TypeEnv] | None, demand_only: frozenset[str]) -> Query:
     stmts = parse_statements(source, QUERY_FILE)
     if len(stmts) != 1 or not isinstance(stmts[0], RuleStmt) or stmts[0].body is None:
         extra = stmts[1] if len(stmts) > 1 else stmts[0]
@@ -114,6 +117,10 @@ def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
     for atom in _surface_atoms(body):
         if atom.relation == head:
             raise ProgramError(f"undeclared relation '{atom.relation}'", atom.loc)
+        if atom.relation in demand_only:
+            raise ProgramError(f"relation '{atom.relation}' cannot be queried: the program's "
+                               "magic-transform pragma computes it only as far as the outputs "
+                               "demand it", atom.loc)
     named = _named_variables(body)
     rels = {**relations, head: ir.Relation(head, ())}
     env = types() if types is not None and _casts_to_user_types(body) else TypeEnv([])
@@ -236,7 +243,8 @@ def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResu
     engine = reasoner.engine
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be at least 0, not {limit}")
-    q = parse_query(text, reasoner.program.relations, lambda: program_types(reasoner))
+    q = parse_query(text, reasoner.program.relations, lambda: program_types(reasoner),
+                    reasoner.parsed.demand_only)
     reasoner._ensure()
     symbols = reasoner.symbols
     rules = [r for r in q.rules if _symbols_known(r, symbols)]

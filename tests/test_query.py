@@ -187,6 +187,25 @@ def test_errors_are_located_in_the_query(r: Reasoner, text: str, where: str,
     assert message in e.value.message
 
 
+def test_relations_computed_on_demand_are_refused() -> None:
+    r = Reasoner("""
+        .pragma "magic-transform" "*"
+        .decl edge(a:number, b:number)
+        .decl path(a:number, b:number)
+        .decl q(b:number)
+        .output q
+        edge(1, 2). edge(2, 3). edge(5, 6).
+        path(x, y) :- edge(x, y).
+        path(x, z) :- path(x, y), edge(y, z).
+        q(y) :- path(1, y).
+    """, device="cpu")
+    assert rows(r.query("q(X)")) == [(2,), (3,)]
+    assert rows(r.query("edge(X, 6)")) == [(5,)]
+    with pytest.raises(ProgramError) as e:
+        r.query("edge(X, _), path(X, Y)")
+    assert str(e.value.loc) == "<query>:1:13" and "magic-transform" in e.value.message
+
+
 # --- generated queries against the naive evaluation ------------------------------------------
 
 MAX_TUPLES = 2000

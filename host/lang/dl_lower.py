@@ -85,6 +85,7 @@ class Lowering:
         self.notes: list[str] = []
         self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
         self.magic: list[tuple[str, Location]] = []
+        self.demand_only: frozenset[str] = frozenset()
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -107,7 +108,7 @@ class Lowering:
                     self.notes.append(f"{stmt.loc}: {stmt.text}")
         if self.magic:
             self._magic_transform()
-        return ParsedProgram(self.program, self.directives, self.notes)
+        return ParsedProgram(self.program, self.directives, self.notes, self.demand_only)
 
     def _magic_transform(self) -> None:
         """``.pragma "magic-transform" "*"`` (or a comma-separated list of relations):
@@ -125,6 +126,7 @@ class Lowering:
         keep = {d.relation for d in self.directives}
         result = magic_transform(self.program, keep, names)
         self.program = result.program
+        self.demand_only = result.transformed
         if result.transformed:
             self.notes.append(
                 f"{self.magic[0][1]}: magic-transform: demand-driven evaluation of "

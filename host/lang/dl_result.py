@@ -23,8 +23,12 @@ class Directive:
 
 @dataclass
 class ParsedProgram:
-    """A checked program: IR, I/O directives in source order, and notes on ignored input."""
+    """A checked program: IR, I/O directives in source order, and notes on ignored input.
+
+    ``demand_only``: relations the magic-set transformation computes only as far as the
+    outputs demand them (their own names do not hold all their facts)."""
 
     program: ir.Program
     directives: list[Directive] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    demand_only: frozenset[str] = frozenset()

@@ -377,3 +377,16 @@ def test_query_after_update(store: Path, tmp_path: Path) -> None:
     r.update(delete={"edge": np.array([[1, 2]])})
     assert rows(r.query("path(1, X)")) == []
     assert rows(r.query("edge(X, Y), !path(Y, _)")) == [(3, 4)]
+
+
+def test_query_reads_the_current_side_of_a_host_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a small update on a (GPU) engine's host twin, a query reads the twin and does
+    not copy anything back to the device (here the twin path is forced on the CPU)."""
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
+    r = Reasoner(PROGRAM, device="cpu", counting=True)
+    r.materialise()
+    r.update(insert={"edge": np.array([[6, 7]])}, delete={"edge": np.array([[4, 1]])})
+    assert r.engine._host_reads() is not None
+    assert rows(r.query("path(5, X)")) == [(6,), (7,)]
+    assert rows(r.query("path(X, X)")) == []
+    assert r.engine._host_reads() is not None  # still on the twin: nothing synchronised

@@ -5,7 +5,8 @@ named variables.  Each body is evaluated exactly like a rule body during materia
 (:class:`gpu_engine.rule_eval.RuleEvaluator`: greedy join order, the relations' runs and
 their cached join indexes, negation as an anti-join against the complete relation), over
 the relations of the current materialisation, and the head rows are deduplicated (set
-semantics).  Nothing of the engine state changes: no relation, counter or flag is
+semantics).  A positive atom with constants reads only the rows that match them, so the
+greedy order (smallest input first) sees the constants' selectivity.  Nothing of the engine state changes: no relation, counter or flag is
 written, and join indexes filtered by the query's own constants (useless to the rules and
 to other queries) are dropped from the runs' caches afterwards.
 """
@@ -17,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from .engine import Engine
-from .ir import Atom, Negation, Rule
+from .expr import const_value
+from .ir import Atom, Const, Negation, Rule
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput, concat_outputs
 from .runs import RunSet
@@ -42,7 +44,7 @@ def evaluate_query(engine: Engine, rules: list[Rule], arity: int
         for rule in rules:
             rule = normalise_rule(rule)
             atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-            sources = [store[a.relation] for a in atoms]
+            sources = [_narrowed(be, store[a.relation], a, eng.symbols) for a in atoms]
             negated = {lit.atom.relation: store[lit.atom.relation]
                        for lit in rule.body if isinstance(lit, Negation)}
             outs.extend(evaluator.evaluate(rule, sources, negated))
@@ -59,6 +61,26 @@ def evaluate_query(engine: Engine, rules: list[Rule], arity: int
     cols, _ = concat_outputs(be, arity, outs)
     rows = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs))
     return tuple(be.to_host(c) for c in rows.cols), len(rows)
+
+
+def _narrowed(be: Any, rs: RunSet, atom: Atom, symbols: Any) -> RunSet:
+    """The rows of ``rs`` that match the atom's constants (each run and tombstone set
+    filtered alike, so tombstones stay subsets of the runs): the greedy join order then
+    sees how selective a constant is, and the filtered runs' indexes die with the query."""
+    consts = [(p, const_value(t, symbols)) for p, t in enumerate(atom.args)
+              if isinstance(t, Const)]
+    if not consts:
+        return rs
+
+    def keep(r: RowSet) -> RowSet:
+        mask = be.xp.ones(len(r), dtype=bool)
+        for p, v in consts:
+            mask &= r.cols[p] == v
+        return r.select(mask)
+
+    runs = tuple(x for x in map(keep, rs.runs) if len(x))
+    dead = tuple(x for x in map(keep, rs.dead) if len(x))
+    return RunSet(rs.be, rs.arity, runs, dead)
 
 
 def _distinct(be: Any, arity: int) -> Any:

@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 from reference import LimitExceeded, evaluate, solve
 
 from gpu_engine import ProgramError, Reasoner
+from gpu_engine import runs as runs_mod
 
 PROGRAM = """
 .type Name <: symbol
@@ -259,10 +260,22 @@ def test_generated_queries_equal_the_naive_evaluation(program: Program,
     except LimitExceeded:
         reject()
     note(describe(program))
-    reasoner = Reasoner(render_program(program), device="cpu")
+    reasoner = Reasoner(render_program(program), device="cpu", counting=True)
     for name, facts in engine_facts(program).items():
         reasoner.add_facts(name, facts)
     reasoner.materialise()
+    gone = {name: data.draw(st.lists(st.sampled_from(facts), max_size=4), label=f"delete {name}")
+            for name, facts in program.facts.items() if facts and data.draw(st.booleans())}
+    if gone:  # relations keep tombstones and several runs (never rewritten as one)
+        saved = (runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL)
+        runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = 0, 1 << 30, 1
+        try:
+            reasoner.update(delete={n: pa.table({f"a{i}": [row[i] for row in rs]
+                                                 for i in range(len(rs[0]))})
+                                    for n, rs in gone.items() if rs})
+        finally:
+            runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = saved
+    event(f"tombstones: {any(rs.dead for rs in reasoner.engine.store.values())}")
     db: dict[str, set[Row]] = {}
     for rel in program.relations:  # the exported relations are the naive query's input
         t = reasoner.relation(rel.name)
@@ -390,3 +403,22 @@ def test_query_reads_the_current_side_of_a_host_twin(monkeypatch: pytest.MonkeyP
     assert rows(r.query("path(5, X)")) == [(6,), (7,)]
     assert rows(r.query("path(X, X)")) == []
     assert r.engine._host_reads() is not None  # still on the twin: nothing synchronised
+
+
+def test_constants_over_relations_with_tombstones() -> None:
+    saved = (runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL)
+    runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = 0, 1 << 30, 1
+    try:
+        r = Reasoner(PROGRAM, device="cpu", counting=True)
+        r.materialise()
+        r.update(delete={"edge": np.array([[1, 2], [5, 6]])})
+        r.update(insert={"edge": np.array([[1, 2]])})  # back: its tombstone is lifted
+        r.update(delete={"edge": np.array([[1, 2]])})
+        assert r.engine.store["edge"].dead and r.engine.store["path"].dead
+    finally:
+        runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = saved
+    assert rows(r.query("edge(1, X)")) == []
+    assert rows(r.query("edge(X, 3)")) == [(2,)]
+    assert rows(r.query("path(X, 6)")) == [] and rows(r.query("path(1, X)")) == []
+    assert rows(r.query("path(2, X), path(X, 1)")) == [(3,), (4,)]
+    assert rows(r.query("path(X, 1), !path(X, 2)")) == [(2,), (3,), (4,)]

@@ -50,10 +50,15 @@ class SymbolTable:
         """Forget the symbols with ids ``n`` and above (those a failed update added)."""
         if n >= len(self._index):
             return
-        values = self.values()
-        for s in values[n:].to_pylist():  # O(removed), not O(dictionary)
-            del self._index[s]
-        kept = values[:n]
+        chunks = self._chunks if self._values is None else [self._values]
+        start = 0
+        for c in chunks:  # O(removed), not O(dictionary): no copy of the kept symbols
+            if start + len(c) > n:
+                for s in c[max(0, n - start):].to_pylist():
+                    del self._index[s]
+            start += len(c)
+        kept = (chunks[0][:n] if chunks and len(chunks[0]) >= n
+                else pa.concat_arrays(chunks)[:n])
         self._chunks = [kept] if n else []
         self._values = kept
         self._order = None
@@ -73,10 +78,6 @@ class SymbolTable:
             self._values = None
             self._order = None
         return sid
-
-    def lookup(self, symbol: str) -> int | None:
-        """The id of ``symbol``, or None when it is not in the dictionary (never adds)."""
-        return self._index.get(symbol)
 
     def encode_many(self, symbols: Any) -> np.ndarray:
         """Encode a list, NumPy array or Arrow (chunked) array of strings."""

@@ -247,7 +247,7 @@ def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResu
                     reasoner.parsed.demand_only)
     reasoner._ensure()
     symbols = reasoner.symbols
-    rules = [r for r in q.rules if _symbols_known(r, symbols)]
+    rules = [r for r in (_without_unknown_symbols(r, symbols) for r in q.rules) if r]
     before = len(symbols)
     try:  # functors may add symbols to the dictionary: they go again after decoding
         cols, n = evaluate_query(engine, rules, len(q.columns))
@@ -270,15 +270,25 @@ def program_types(reasoner: Reasoner) -> TypeEnv:
     return env
 
 
-def _symbols_known(rule: ir.Rule, symbols: object) -> bool:
-    """False when a positive atom has a symbol constant the dictionary lacks: no fact
-    can match it, and looking it up must not add it."""
-    lookup = getattr(symbols, "lookup", None)
+def _without_unknown_symbols(rule: ir.Rule, symbols: object) -> ir.Rule | None:
+    """The rule without what a symbol constant missing from the dictionary decides, so
+    that looking the symbol up need not add it: a positive atom with one matches no fact
+    (the rule is dropped: None), a negated atom with one never holds (it is removed)."""
+    lookup = getattr(symbols, "find", None)
     if lookup is None:
-        return True
-    return all(lookup(str(t.value)) is not None
-               for lit in rule.body if isinstance(lit, ir.Atom)
-               for t in lit.args if isinstance(t, ir.Const) and t.type == "symbol")
+        return rule
+
+    def unknown(atom: ir.Atom) -> bool:
+        return any(isinstance(t, ir.Const) and t.type == "symbol" and lookup(str(t.value)) is None
+                   for t in atom.args)
+
+    body = []
+    for lit in rule.body:
+        if isinstance(lit, ir.Atom) and unknown(lit):
+            return None
+        if not (isinstance(lit, ir.Negation) and unknown(lit.atom)):
+            body.append(lit)
+    return rule if len(body) == len(rule.body) else ir.Rule(rule.head, tuple(body), rule.loc)
 
 
 def _decode(q: Query, cols: tuple[np.ndarray, ...], n: int, symbols: object) -> pa.Table:

@@ -148,10 +148,12 @@ def test_query_changes_nothing(r: Reasoner) -> None:
     n_symbols = len(r.symbols)
     runs = [run for rs in r.engine.store.values() for run in rs.runs]
     before = [set(run._indexes) for run in runs]
-    r.query('lab(X, "nobody", _, _)')  # unknown symbol constant: not added
+    r.query('lab(X, "nobody", _, _)')  # unknown symbol constants: not added
+    assert rows(r.query('lab(X, S, _, _), !lab(X, "nobody", _, _), X < 2')) == [(1, "one")]
+    assert len(r.symbols) == n_symbols and r.symbols.find("nobody") is None
     r.query('lab(X, S, _, _), T = cat(S, "-new")')  # new symbols, dropped again
     r.query("path(3, X), edge(X, 2), lab(X, _, _, 20)")  # constant-filtered indexes
-    assert len(r.symbols) == n_symbols and r.symbols.lookup("one-new") is None
+    assert len(r.symbols) == n_symbols and r.symbols.find("one-new") is None
     assert r.relation_sizes() == sizes and r.engine.materialised
     for run, keys in zip(runs, before, strict=True):
         assert {k for k in run._indexes if k[1]} <= keys
@@ -422,3 +424,18 @@ def test_constants_over_relations_with_tombstones() -> None:
     assert rows(r.query("path(X, 6)")) == [] and rows(r.query("path(1, X)")) == []
     assert rows(r.query("path(2, X), path(X, 1)")) == [(3,), (4,)]
     assert rows(r.query("path(X, 1), !path(X, 2)")) == [(2,), (3,), (4,)]
+
+
+def test_symbol_table_truncate_keeps_the_first_symbols() -> None:
+    from gpu_engine.host.dictionary import SymbolTable
+
+    for cut in (0, 1, 3, 4, 5, 6):
+        t = SymbolTable()
+        t.encode_many(["a", "b", "c"])
+        t.encode("d")
+        t.encode_many(["e", "a", "f"])
+        t.truncate(cut)
+        kept = ["a", "b", "c", "d", "e", "f"][:cut]
+        assert len(t) == cut and t.values().to_pylist() == kept
+        assert [t.find(s) for s in "abcdef"] == [*range(cut), *[None] * (6 - cut)]
+        assert t.encode("z") == cut and t.decode_many([cut]) == ["z"]

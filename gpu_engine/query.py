@@ -95,7 +95,8 @@ def _distinct(be: Any, arity: int) -> Any:
 
 
 def _runs_read(rules: list[Rule], store: dict[str, RunSet]) -> list[RowSet]:
-    """The runs of every relation the rules read (their index caches are watched)."""
+    """The runs and tombstone sets of every relation the rules read (their index caches
+    are watched)."""
     names = {lit.relation if isinstance(lit, Atom) else lit.atom.relation
              for r in rules for lit in r.body if isinstance(lit, (Atom, Negation))}
-    return [run for n in sorted(names) for run in store[n].runs]
+    return [run for n in sorted(names) for run in (*store[n].runs, *store[n].dead)]

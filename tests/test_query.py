@@ -419,11 +419,16 @@ def test_constants_over_relations_with_tombstones() -> None:
         assert r.engine.store["edge"].dead and r.engine.store["path"].dead
     finally:
         runs_mod.COMPACT_SHARE, runs_mod.MAX_RUNS, runs_mod.SMALL = saved
+    sets = [x for rs in r.engine.store.values() for x in (*rs.runs, *rs.dead)]
+    before = [set(x._indexes) for x in sets]
     assert rows(r.query("edge(1, X)")) == []
     assert rows(r.query("edge(X, 3)")) == [(2,)]
     assert rows(r.query("path(X, 6)")) == [] and rows(r.query("path(1, X)")) == []
     assert rows(r.query("path(2, X), path(X, 1)")) == [(3,), (4,)]
     assert rows(r.query("path(X, 1), !path(X, 2)")) == [(2,), (3,), (4,)]
+    assert rows(r.query("path(X, Y), !path(Y, 2), !edge(X, 3)")) == [(3, 1), (3, 4), (4, 1)]
+    for x, keys in zip(sets, before, strict=True):  # no index filtered by a query constant
+        assert {k for k in x._indexes if k[1]} <= keys
 
 
 def test_symbol_table_truncate_keeps_the_first_symbols() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from . import small_rounds
+from . import order_dependent, small_rounds
 from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
@@ -77,6 +77,13 @@ class Engine:
         self._state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
+        order_dependent.check_program(self.program,
+                                      [r for s in self.strata for r in s.recursive_rules])
+        self.order_dependent = order_dependent.features(self.program, self.rules)
+        if self.order_dependent and counter_level(counting):
+            raise ProgramError(f"derivation counters (a store) are not supported for programs "
+                               f"with {' and '.join(self.order_dependent)}: their results "
+                               "depend on the evaluation order")
         self.evaluator = RuleEvaluator(self.be, self.symbols)
         self.set_modules(modules)
         for name, rel in self.program.relations.items():
@@ -138,6 +145,8 @@ class Engine:
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
+                if any(self.program.relations[r].choice for r in s.relations):
+                    continue  # a choice is made as tuples are added (in _absorb)
                 if (plan := plan_modules(s)) is not None:
                     self.module_plans[s.index] = plan
         self.module_state: dict[int, list[Any]] = {}
@@ -200,10 +209,16 @@ class Engine:
         stats = MaterialisationStats(device=self.be.name)
         self.explicit = {n: rs.compacted() for n, rs in self.explicit.items()}
         self.store = dict(self.explicit)
+        for name, rel in self.program.relations.items():  # facts obey the choice too
+            if rel.choice and len(self.store[name]):
+                empty = RunSet.empty(self.be, rel.arity)
+                self.store[name] = RunSet.of(order_dependent.choose(
+                    self.be, empty, self.store[name].compact(), rel.choice))
         self.counters = {}
         self.module_state = {}
         self._compact_floor: dict[str, int] = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
+        self.evaluator.expr.autoinc = 0  # autoinc() counts from 0 in every materialisation
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
@@ -288,7 +303,8 @@ class Engine:
         cache = self.__dict__.setdefault("_small_plans", {})
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
-            cache[s.index] = small_plan(s, arity)
+            choice = any(self.program.relations[r].choice for r in s.relations)
+            cache[s.index] = None if choice else small_plan(s, arity)
         return cache[s.index]
 
     def _absorb_small(self, s: Stratum, res: SmallResult, st: StratumStats,
@@ -349,6 +365,9 @@ class Engine:
         else:
             d = RowSet.from_columns(self.be, cols, cur.arity, n)
         new = cur.new_rows(d)
+        keys = self.program.relations[name].choice
+        if keys:
+            new = order_dependent.choose(self.be, cur, new, keys)
         self.store[name] = cur.append(new)
         return new
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from gpu_engine.kernels.backend import INDEX, Backend
 
 from .ir import Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
+from .strings import string_constraint, string_functor
 from .values import c_div, encode_scalar, float_decode, float_encode, int_pow, wrap
 
 # operand type of conversion functors (the result type is Call.type)
@@ -15,7 +17,16 @@ _CONVERSION_ARG: dict[str, ColumnType] = {
     "ftoi": "float", "ftou": "float",
 }
 STRING_FUNCTORS = {"cat", "strlen", "substr", "ord", "to_number", "to_string",
-                   "to_float", "to_unsigned"}
+                   "to_float", "to_unsigned", "ftos"}
+# argument types of the string functors (``cat`` and symbol ``min``/``max``: all symbols)
+_STRING_ARGS: dict[str, tuple[ColumnType, ...]] = {
+    "strlen": ("symbol",), "ord": ("symbol",), "to_number": ("symbol",),
+    "to_unsigned": ("symbol",), "to_float": ("symbol",), "to_string": ("number",),
+    "ftos": ("float",), "substr": ("symbol", "number", "number"),
+}
+# string constraints: Compare operators whose operands are symbols (pattern/needle, text)
+STRING_CONSTRAINTS = {"match", "!match", "contains", "!contains"}
+SHIFT_MASK = 31  # Soufflé masks shift counts to the low 5 bits (RAM_BIT_SHIFT_MASK)
 
 
 def term_vars(t: Term) -> set[str]:
@@ -43,6 +54,14 @@ class ExprEvaluator:
     def __init__(self, be: Backend, symbols: SymbolTable) -> None:
         self.be = be
         self.symbols = symbols
+        self.autoinc = 0  # Soufflé's counter: the next value autoinc() gives
+        self._warned: set[str] = set()
+
+    def warn(self, message: str) -> None:
+        """Print ``warning: message`` on stderr, once per message and evaluator."""
+        if message not in self._warned:
+            self._warned.add(message)
+            print(f"warning: {message}", file=sys.stderr)
 
     def term(self, t: Term, cols: dict[str, Any], n: int) -> tuple[Any, Any | None]:
         """Column of values of ``t`` and a validity mask (None when always valid)."""
@@ -61,15 +80,15 @@ class ExprEvaluator:
             vals.append(v)
             valid = ok if valid is None else (valid if ok is None else valid & ok)
         op, typ = t.op, t.type
-        if op in STRING_FUNCTORS:
-            arg_types = [_arg_type(a) for a in t.args]
+        if op == "autoinc":  # a fresh number per row (per derivation), in row order
+            start = self.autoinc
+            self.autoinc += n
+            return wrap(be, xp.arange(start, start + n, dtype=INDEX), "number"), None
+        if op in STRING_FUNCTORS or (typ == "symbol" and op in ("min", "max")):
+            arg_types = list(_STRING_ARGS.get(op, ("symbol",) * len(vals)))
             host = [be.to_host(v) for v in vals]
-            out, ok = self.symbols.string_functor(op, host, arg_types, typ)
-            res = be.asarray(out)
-            if ok is not None:
-                ok = be.asarray(ok, dtype=bool)
-                valid = ok if valid is None else valid & ok
-            return res, valid
+            out = string_functor(self.symbols, op, host, arg_types, typ, self.warn)
+            return be.asarray(out), valid
         if op in _CONVERSION_ARG:
             src = _CONVERSION_ARG[op]
             v = vals[0]
@@ -122,6 +141,9 @@ class ExprEvaluator:
             return wrap(be, v[0] * v[1], typ), None
         if op in ("/", "%"):
             q, ok = c_div(be, v[0], v[1])
+            if len(ok) and not bool(ok.all()):
+                self.warn("division by zero: the derivations that divide by zero are "
+                          "dropped (Soufflé's behaviour is undefined there)")
             if op == "/":
                 return wrap(be, q, typ), ok
             return wrap(be, v[0] - q * xp.where(ok, v[1], 1), typ), ok
@@ -142,13 +164,13 @@ class ExprEvaluator:
             return wrap(be, u[0] ^ u[1], typ), None
         if op == "bnot":
             return wrap(be, ~v[0], typ), None
-        if op == "bshl":
-            return wrap(be, u[0] << (v[1] & 63), typ), None
+        if op == "bshl":  # shifted as unsigned, count masked (as Soufflé)
+            return wrap(be, u[0] << (v[1] & SHIFT_MASK), typ), None
         if op == "bshr":
             src = v[0] if signed else u[0]
-            return wrap(be, src >> (v[1] & 63), typ), None
+            return wrap(be, src >> (v[1] & SHIFT_MASK), typ), None
         if op == "bshru":
-            return wrap(be, u[0] >> (v[1] & 63), typ), None
+            return wrap(be, u[0] >> (v[1] & SHIFT_MASK), typ), None
         if op == "land":
             return ((v[0] != 0) & (v[1] != 0)).astype(INDEX), None
         if op == "lor":
@@ -164,6 +186,13 @@ class ExprEvaluator:
         xp = self.be.xp
         a, va = self.term(c.left, cols, n)
         b, vb = self.term(c.right, cols, n)
+        if c.op in STRING_CONSTRAINTS:
+            mask = self.be.asarray(string_constraint(
+                self.symbols, c.op, self.be.to_host(a), self.be.to_host(b), self.warn))
+            for v in (va, vb):
+                if v is not None:
+                    mask &= v
+            return mask
         if c.type == "float":
             a, b = float_decode(self.be, a), float_decode(self.be, b)
         elif c.type == "symbol" and c.op not in ("=", "!="):
@@ -181,14 +210,6 @@ class ExprEvaluator:
         """Order keys of symbols (lexicographic order of their text)."""
         host = self.be.to_host(ids)
         return self.be.asarray(self.symbols.order_keys(host))
-
-
-def _arg_type(t: Term) -> ColumnType:
-    if isinstance(t, Const):
-        return t.type
-    if isinstance(t, Call):
-        return t.type
-    return "symbol"  # refined by the symbol table from the functor signature
 
 
 def _fold(f: Any, vals: list[Any]) -> Any:

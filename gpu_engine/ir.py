@@ -138,6 +138,8 @@ class Relation:
     attributes: tuple[tuple[str, ColumnType], ...]
     representation: Literal["set", "eqrel"] = "set"
     loc: Location = field(default_factory=Location, compare=False)
+    # choice-domain keys: attribute positions of each key (see gpu_engine.order_dependent)
+    choice: tuple[tuple[int, ...], ...] = ()
 
     @property
     def arity(self) -> int:

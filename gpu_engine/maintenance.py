@@ -56,6 +56,11 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     relation) to a materialised engine with ``algorithm``; returns what it did."""
     t0 = time.perf_counter()
     alg = algorithm or default_algorithm(engine)
+    if getattr(engine, "order_dependent", None) and alg != "remat":
+        if algorithm is not None:  # order-dependent results: only rematerialisation
+            raise ValueError(f"the {alg} algorithm cannot maintain a program with "
+                             f"{' and '.join(engine.order_dependent)}: use remat")
+        alg = "remat"
     if alg not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
     changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())

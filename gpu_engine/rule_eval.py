@@ -23,6 +23,7 @@ from gpu_engine.kernels.backend import INDEX, Backend
 
 from .expr import ExprEvaluator, const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
+from .range_expand import expand_range
 from .rowset import JoinIndex, RowSet
 from .runs import RunSet
 from .views import View
@@ -220,6 +221,11 @@ class RuleEvaluator:
         bound = b.cols.keys()
         if isinstance(f, Compare):
             lv, rv = term_vars(f.left), term_vars(f.right)
+            if _is_range(f.left) or _is_range(f.right):
+                call, other = (f.left, f.right) if _is_range(f.left) else (f.right, f.left)
+                if not term_vars(call) <= bound:
+                    return False, b
+                return True, self._range(b, call, other)
             if lv <= bound and rv <= bound:
                 return True, _select(b, self.expr.compare(f, b.cols, b.n))
             if f.op == "=":
@@ -240,6 +246,26 @@ class RuleEvaluator:
             ok = hit if must_hold else ~hit
             keep = ok if keep is None else keep & ok
         return True, (b if keep is None else _select(b, keep))
+
+    def _range(self, b: Bindings, call: Call, other: Any) -> Bindings:
+        """Expand the rows by ``range(...)``: bind ``other`` (an unbound variable) to each
+        value, or keep the values equal to it."""
+        args, valid = [], None
+        for a in call.args:
+            col, ok = self.expr.term(a, b.cols, b.n)
+            args.append(col)
+            valid = ok if valid is None else (valid if ok is None else valid & ok)
+        if valid is not None:
+            b = _select(b, valid)
+            args = [c[valid.nonzero()[0]] for c in args]
+        rows, vals = expand_range(self.be, args, call.type)
+        nb = Bindings({v: c[rows] for v, c in b.cols.items()}, len(rows))
+        if isinstance(other, Var) and other.name not in nb.cols:
+            nb.cols[other.name] = vals
+            return nb
+        col, ok = self.expr.term(other, nb.cols, nb.n)
+        mask = col == vals
+        return _select(nb, mask if ok is None else mask & ok)
 
     def _member(self, atom: Atom, b: Bindings, rel: Source) -> Any:
         """Mask of binding rows for which the (existentially closed) atom holds."""
@@ -343,6 +369,10 @@ def _atom_vars(atom: Atom) -> frozenset[str]:
     vs = frozenset(v for t in atom.args for v in term_vars(t))
     _VARS_CACHE[id(atom)] = (atom, vs)
     return vs
+
+
+def _is_range(t: Any) -> bool:
+    return isinstance(t, Call) and t.op == "range"
 
 
 def _select(b: Bindings, mask: Any) -> Bindings:

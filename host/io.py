@@ -137,7 +137,8 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         raise FactsError(f"cannot open fact file {path} for relation {rel.name}",
                          Location(str(path), 0, 0))
     if rel.arity == 0:
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        # Soufflé reads one (empty) tuple per line, blank lines included
+        lines = path.read_text().splitlines()
         return [np.zeros(len(lines[:1]), dtype=np.int64)]  # one marker column: holds or not
     if path.stat().st_size == 0:
         return [np.zeros(0, dtype=np.int64) for _ in range(rel.arity)]

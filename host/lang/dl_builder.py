@@ -20,6 +20,7 @@ from gpu_engine.host.lang.dl_syntax import (
     SBool,
     SCall,
     SCast,
+    SChoice,
     SCmp,
     SNot,
     SNum,
@@ -72,7 +73,6 @@ _UNSUPPORTED_TERMS = {
     "LSQB": "records ([...]) are not supported",
     "DOLLAR": "algebraic data types and counters ($) are not supported",
     "NIL": "records (nil) are not supported",
-    "AUTOINC": "autoinc() is not supported",
 }
 
 _UNSUPPORTED_DIRECTIVES = {
@@ -156,10 +156,13 @@ class Builder(Transformer):
         return self._named(children[0]), self._named(children[1])
 
     def qualifier(self, children: list[Token]) -> Named:
-        tok = children[0]
-        if tok.type == "CHOICE_DOMAIN":
-            raise ProgramError("choice-domain is not supported", self._loc(tok))
-        return self._named(tok)
+        return self._named(children[0])
+
+    def choice_qualifier(self, children: list[Any]) -> SChoice:
+        return SChoice(tuple(children[1:]), self._loc(children[0]))
+
+    def choice_key(self, children: list[Token]) -> tuple[Named, ...]:
+        return tuple(self._named(t) for t in children)
 
     def subtype_decl(self, children: list[Token]) -> TypeStmt:
         _, name, _, base = children
@@ -234,6 +237,10 @@ class Builder(Transformer):
         heads = tuple(c for c in children[:-2])
         return RuleStmt(heads, children[-1], heads[0].loc)
 
+    def subsumptive_rule(self, children: list[Any]) -> None:
+        raise ProgramError("subsumptive rules ('A(...) <= A(...) :- ...') are not supported",
+                           self._loc(children[1]))
+
     def disjunction(self, children: list[Any]) -> Any:
         return children[0] if len(children) == 1 else SOr(tuple(children))
 
@@ -256,9 +263,10 @@ class Builder(Transformer):
     def boolean(self, children: list[Token]) -> SBool:
         return SBool(children[0].type == "TRUE", self._loc(children[0]))
 
-    def string_constraint(self, children: list[Any]) -> None:
-        tok = children[0]
-        raise ProgramError(f"the '{tok}' constraint is not supported", self._loc(tok))
+    def string_constraint(self, children: list[Any]) -> SCmp:
+        tok, left, right = children
+        loc = self._loc(tok)
+        return SCmp(str(tok), left, right, loc, loc)
 
     def atom(self, children: list[Any]) -> SAtom:
         name, args = children
@@ -324,16 +332,16 @@ class Builder(Transformer):
     def functor(self, children: list[Any]) -> SCall:
         name, args = children
         loc = self._loc(name)
-        if name.type == "RANGE":
-            raise ProgramError("the 'range' functor is not supported", loc)
         return SCall(str(name), tuple(args or ()), loc, loc)
 
     def cast(self, children: list[Any]) -> SCast:
         kw, arg, type_name = children
         return SCast(arg, str(type_name), self._loc(kw), self._loc(type_name))
 
-    def unsupported_term(self, children: list[Any]) -> None:
+    def unsupported_term(self, children: list[Any]) -> Any:
         tok = children[0]
+        if tok.type == "AUTOINC":
+            return SCall("autoinc", (), self._loc(tok), self._loc(tok))
         raise ProgramError(_UNSUPPORTED_TERMS[tok.type], self._loc(tok))
 
     def aggregator(self, children: list[Token]) -> Token:

@@ -17,6 +17,7 @@ from gpu_engine.host.lang.dl_syntax import (
     SAnd,
     SAtom,
     SBool,
+    SChoice,
     SCmp,
     SFormula,
     SLiteral,
@@ -35,7 +36,9 @@ from gpu_engine.magic import magic_transform
 
 MAX_DISJUNCTS = 4096  # rules one clause may expand to
 
-_NEGATED_CMP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_NEGATED_CMP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
+                "match": "!match", "!match": "match", "contains": "!contains",
+                "!contains": "contains"}
 _REPRESENTATIONS = ("eqrel", "brie", "btree", "btree_delete")
 _IO_QUALIFIERS = ("input", "output", "printsize")
 
@@ -148,8 +151,11 @@ class Lowering:
         directives: list[Directive] = []
         notes: list[str] = []
         names = ", ".join(n.name for n in stmt.names)
+        choice: tuple[tuple[int, ...], ...] = ()
         for q in stmt.qualifiers:
-            if q.name in _REPRESENTATIONS:
+            if isinstance(q, SChoice):
+                choice = self._choice_keys(stmt, q)
+            elif q.name in _REPRESENTATIONS:
                 if chosen is not None:
                     raise ProgramError(
                         f"more than one representation qualifier ('{chosen}' and '{q.name}')", q.loc
@@ -171,8 +177,25 @@ class Lowering:
                 raise ProgramError(
                     f"relation '{n.name}' redeclared (first declared at {first})", n.loc
                 )
-            relations[n.name] = ir.Relation(n.name, tuple(attributes), representation, n.loc)  # type: ignore[arg-type]
+            relations[n.name] = ir.Relation(n.name, tuple(attributes), representation, n.loc,  # type: ignore[arg-type]
+                                            choice)
         self._decl_extras[id(stmt)] = (directives, notes)
+
+    @staticmethod
+    def _choice_keys(stmt: DeclStmt, q: SChoice) -> tuple[tuple[int, ...], ...]:
+        """Attribute positions of each choice-domain key."""
+        names = [a.name for a, _ in stmt.attributes]
+        keys = []
+        for key in q.keys:
+            pos = []
+            for k in key:
+                if k.name not in names:
+                    raise ProgramError(f"choice-domain: '{k.name}' is not an attribute", k.loc)
+                pos.append(names.index(k.name))
+            if len(pos) == len(names):
+                raise ProgramError("choice-domain: a key may not be all attributes", key[0].loc)
+            keys.append(tuple(pos))
+        return tuple(keys)
 
     @staticmethod
     def _check_eqrel(stmt: DeclStmt, attributes: list[tuple[str, str]], loc: Location) -> None:

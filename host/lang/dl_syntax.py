@@ -143,10 +143,19 @@ class Named:
 
 
 @dataclass(frozen=True)
+class SChoice:
+    """The ``choice-domain`` qualifier: its keys, each one or more attribute names."""
+
+    keys: tuple[tuple[Named, ...], ...]
+    loc: Location
+    name: str = "choice-domain"
+
+
+@dataclass(frozen=True)
 class DeclStmt:
     names: tuple[Named, ...]
     attributes: tuple[tuple[Named, Named], ...]  # (attribute name, type name)
-    qualifiers: tuple[Named, ...]
+    qualifiers: tuple[Named | SChoice, ...]
     loc: Location
 
 

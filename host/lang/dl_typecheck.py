@@ -35,12 +35,15 @@ _MAX_U32 = 0xFFFFFFFF
 
 # operator -> result types it can have (operands have the same type)
 _POLY_OPS: dict[str, tuple[str, ...]] = {
-    **{op: NUMERIC for op in ("+", "-", "*", "/", "^", "min", "max")},
+    **{op: NUMERIC for op in ("+", "-", "*", "/", "^", "range")},
+    **{op: (*NUMERIC, "symbol") for op in ("min", "max")},
     **{op: INTEGRAL for op in ("%", "band", "bor", "bxor", "bshl", "bshr", "bshru", "bnot")},
     **{op: INTEGRAL for op in ("land", "lor", "lxor", "lnot")},
     "neg": ("number", "float"),
 }
-_ARITY = {"neg": 1, "bnot": 1, "lnot": 1, "min": -1, "max": -1}
+_ARITY = {"neg": 1, "bnot": 1, "lnot": 1, "min": -1, "max": -1, "range": (2, 3)}
+# string constraints: both operands are symbols (pattern or needle, then the text)
+_STRING_CONSTRAINTS = ("match", "!match", "contains", "!contains")
 
 # functor -> (argument types, result type); -1 arity: any number (at least one) of args
 _FIXED: dict[str, tuple[tuple[str, ...], str]] = {
@@ -60,10 +63,10 @@ _CONVERSIONS: dict[str, tuple[str, dict[str, str]]] = {
     "to_number": ("number", {"symbol": "to_number", "float": "ftoi", "unsigned": "utoi"}),
     "to_unsigned": ("unsigned", {"symbol": "to_unsigned", "number": "itou", "float": "ftou"}),
     "to_float": ("float", {"symbol": "to_float", "number": "itof", "unsigned": "utof"}),
-    "to_string": ("symbol", {"number": "to_string", "unsigned": "to_string", "float": "to_string"}),
+    "to_string": ("symbol", {"number": "to_string", "unsigned": "to_string", "float": "ftos"}),
 }
 
-_FOLDABLE = set(_POLY_OPS) | {"itou", "itof", "utoi", "utof", "ftoi", "ftou"}
+_FOLDABLE = (set(_POLY_OPS) - {"range"}) | {"itou", "itof", "utoi", "utof", "ftoi", "ftou"}
 _CASTS = {("number", "unsigned"): "itou", ("unsigned", "number"): "utoi"}
 
 
@@ -88,6 +91,7 @@ class ClauseTyper:
         self.vtypes: dict[str, str] = {}
         self.names: dict[str, str] = {}
         self._fresh = 0
+        self._range_ok = False  # lowering the right side of `x = range(...)`
 
     # ---- entry point ------------------------------------------------------------------
 
@@ -102,7 +106,7 @@ class ClauseTyper:
         body: list[ir.Literal_] = []
         for lit in self.body:
             if isinstance(lit, SAtom):
-                body.append(self._lower_atom(lit))
+                body.append(self._lower_atom(lit, range_ok=True))
             elif isinstance(lit, SNegAtom):
                 body.append(ir.Negation(self._lower_atom(lit.atom), lit.loc))
             else:
@@ -222,6 +226,8 @@ class ClauseTyper:
                 return None
             if t.op == "cat":
                 return "symbol"
+            if t.op == "autoinc":
+                return "number"
             if t.op in _FIXED:
                 return _FIXED[t.op][1]
             if t.op in _CONVERSIONS:
@@ -230,17 +236,22 @@ class ClauseTyper:
 
     # ---- lowering ---------------------------------------------------------------------
 
-    def _lower_atom(self, atom: SAtom) -> ir.Atom:
+    def _lower_atom(self, atom: SAtom, range_ok: bool = False) -> ir.Atom:
         attr_types = self.relations[atom.relation].types
-        args = tuple(
-            self._fresh_var()
-            if isinstance(a, SWild)
-            else self.lower_term(a, attr_types[i], _argument_ctx(atom.relation, i))
-            for i, a in enumerate(atom.args)
-        )
-        return ir.Atom(atom.relation, args, atom.loc)
+        args = []
+        for i, a in enumerate(atom.args):
+            if isinstance(a, SWild):
+                args.append(self._fresh_var())
+                continue
+            self._range_ok = range_ok and _is_range(a)
+            args.append(self.lower_term(a, attr_types[i], _argument_ctx(atom.relation, i)))
+        return ir.Atom(atom.relation, tuple(args), atom.loc)
 
     def _lower_compare(self, c: SCmp) -> ir.Compare | bool:
+        if c.op in _STRING_CONSTRAINTS:
+            left = self.lower_term(c.left, "symbol", f"the first argument of '{c.op}'")
+            right = self.lower_term(c.right, "symbol", f"the second argument of '{c.op}'")
+            return ir.Compare(c.op, left, right, "symbol", c.loc)
         lt, rt = self.infer(c.left), self.infer(c.right)
         if lt is not None and rt is not None and lt != rt:
             raise ProgramError(
@@ -251,7 +262,9 @@ class ClauseTyper:
             raise ProgramError(
                 f"ordering comparison '{c.op}' on symbols is not supported", c.op_loc
             )
+        self._range_ok = c.op == "=" and isinstance(c.right, SVar) and _is_range(c.left)
         left = self.lower_term(c.left, t, f"the left side of '{c.op}'")
+        self._range_ok = c.op == "=" and isinstance(c.left, SVar) and _is_range(c.right)
         right = self.lower_term(c.right, t, f"the right side of '{c.op}'")
         if isinstance(left, Const) and isinstance(right, Const):
             return compare_consts(c.op, left, right)
@@ -301,6 +314,17 @@ class ClauseTyper:
 
     def _lower_call(self, t: SCall, expected: str, ctx: str) -> ir.Term:
         op = t.op
+        range_ok, self._range_ok = self._range_ok, False
+        if op == "range" and not range_ok:
+            raise ProgramError(
+                "'range' is only supported as a binding 'x = range(...)' or as an argument "
+                "of a positive body atom",
+                t.op_loc,
+            )
+        if op == "autoinc":
+            _check_arity(t, 0)
+            self._expect_result(t, "number", expected, ctx)
+            return Call("autoinc", (), "number")
         if op in _POLY_OPS:
             allowed = _POLY_OPS[op]
             if expected not in allowed:
@@ -309,6 +333,8 @@ class ClauseTyper:
                     f"but {ctx} is {expected}",
                     t.op_loc,
                 )
+            if op in ("min", "max") and expected == "symbol" and len(t.args) == 1:
+                return self.lower_term(t.args[0], expected, f"an operand of '{op}'")
             _check_arity(t, _ARITY.get(op, 2))
             args = tuple(self.lower_term(a, expected, f"an operand of '{op}'") for a in t.args)
             if op == "lxor":  # x lxor y == bxor(lnot(lnot x), lnot(lnot y))
@@ -348,8 +374,18 @@ class ClauseTyper:
             )
 
 
-def _check_arity(t: SCall, n: int) -> None:
-    if n == -1:
+def _is_range(t: STerm) -> bool:
+    return isinstance(t, SCall) and t.op == "range"
+
+
+def _check_arity(t: SCall, n: int | tuple[int, ...]) -> None:
+    if isinstance(n, tuple):
+        if len(t.args) not in n:
+            raise ProgramError(
+                f"'{t.op}' takes {' or '.join(map(str, n))} arguments, {len(t.args)} given",
+                t.op_loc,
+            )
+    elif n == -1:
         if not t.args:
             raise ProgramError(f"'{t.op}' needs at least one argument", t.op_loc)
     elif len(t.args) != n:

@@ -1,0 +1,75 @@
+"""``range(from, to[, step])``: Soufflé's multi-valued functor, as a columnar expansion.
+
+Each binding row yields the values ``from, from + step, ...`` strictly before ``to``
+(``to`` is exclusive, as Python's ``range``); without a step, the step is 1 when
+``from <= to`` and -1 otherwise; a zero step yields ``from`` once unless ``from == to``.
+For integers the number of values per row is computed in closed form and the rows are
+expanded with a repeat plus per-row offsets.  Floats are stepped as Soufflé does, by
+repeated 32-bit addition (``x += step``), one vectorised step for all rows at a time, so
+the values equal Soufflé's also where the step is not exactly representable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_engine.kernels.backend import INDEX, Backend
+
+from .ir import ColumnType, ProgramError
+from .values import float_decode, float_encode, wrap
+
+MAX_FLOAT_STEPS = 1 << 24  # a float range that long is refused (it may never end)
+
+
+def expand_range(be: Backend, args: list[Any], typ: ColumnType) -> tuple[Any, Any]:
+    """(row of each output value, values) for ``range(*args)`` over binding rows."""
+    if typ == "float":
+        return _float_range(be, args)
+    xp = be.xp
+    lo, hi = args[0], args[1]
+    step = args[2] if len(args) == 3 else xp.where(lo <= hi, 1, -1).astype(INDEX)
+    pos, neg = step > 0, step < 0
+    span = xp.where(pos, hi - lo, lo - hi)
+    mag = xp.where(step == 0, 1, xp.abs(step))
+    count = xp.where(pos | neg, xp.maximum(span + mag - 1, 0) // mag, (lo != hi).astype(INDEX))
+    count = xp.where(span > 0, count, xp.where(step == 0, count, 0)).astype(INDEX)
+    rows = xp.repeat(xp.arange(len(lo), dtype=INDEX), count)
+    starts = xp.cumsum(count) - count
+    k = xp.arange(len(rows), dtype=INDEX) - starts[rows]
+    return rows, wrap(be, lo[rows] + k * step[rows], typ)
+
+
+def _float_range(be: Backend, args: list[Any]) -> tuple[Any, Any]:
+    import numpy as np
+
+    xp = be.xp
+    lo, hi = (float_decode(be, a).astype(np.float32) for a in args[:2])
+    if len(args) == 3:
+        step = float_decode(be, args[2]).astype(np.float32)
+    else:
+        step = xp.where(lo <= hi, np.float32(1), np.float32(-1)).astype(np.float32)
+    ids = xp.arange(len(lo), dtype=INDEX)
+    out_rows, out_vals = [], []
+    zero = step == 0
+    once = zero & (lo != hi)  # a zero step: `from` once, for a non-empty range
+    out_rows.append(ids[once])
+    out_vals.append(lo[once])
+    x, act = lo, ~zero
+    steps = 0
+    while True:
+        act = act & xp.where(step > 0, x < hi, hi < x)
+        if not bool(act.any()):
+            break
+        steps += 1
+        if steps > MAX_FLOAT_STEPS:
+            raise ProgramError(f"a float range() yields more than {MAX_FLOAT_STEPS} values")
+        out_rows.append(ids[act])
+        out_vals.append(x[act])
+        nxt = (x + step).astype(np.float32)
+        if bool(xp.any(act & (nxt == x))):
+            raise ProgramError("a float range() does not advance (its step is too small)")
+        x = nxt
+    rows = xp.concatenate(out_rows)
+    vals = xp.concatenate(out_vals).astype(xp.float64)
+    order = xp.argsort(rows, kind="stable")
+    return rows[order], float_encode(be, vals[order])

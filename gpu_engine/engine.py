@@ -21,7 +21,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from . import order_dependent, small_rounds
+from . import order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
@@ -145,7 +145,8 @@ class Engine:
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
-                if any(self.program.relations[r].choice for r in s.relations):
+                if s.subsumptions or any(self.program.relations[r].choice
+                                         for r in s.relations):
                     continue  # a choice is made as tuples are added (in _absorb)
                 if (plan := plan_modules(s)) is not None:
                     self.module_plans[s.index] = plan
@@ -222,7 +223,7 @@ class Engine:
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
-            if not stratum.rules:
+            if not stratum.rules and not stratum.subsumptions:
                 continue
             stats.strata.append(self._evaluate_stratum(stratum))
         if self.counting:
@@ -248,6 +249,8 @@ class Engine:
             self._fire(rule, [self.store[a.relation] for a in _atoms(rule)], outputs, rstats)
         for r in s.relations:
             self._absorb(r, outputs[r], recursive=False)
+        if s.subsumptions:
+            subsumption.apply(self, s.subsumptions, [])
         st.iterations = 1
         if s.index in self.module_plans:  # MAT-MOD (paper 002 Algorithm 2)
             from .modular import instantiate, mat_mod
@@ -296,6 +299,8 @@ class Engine:
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
+            if s.subsumptions:
+                subsumption.apply(self, s.subsumptions, [prev, delta])
         return self._finish_stratum(s, st, rstats, before, t0)
 
     def _small_plan(self, s: Stratum) -> SmallPlan | None:
@@ -304,7 +309,7 @@ class Engine:
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
             choice = any(self.program.relations[r].choice for r in s.relations)
-            cache[s.index] = None if choice else small_plan(s, arity)
+            cache[s.index] = None if choice or s.subsumptions else small_plan(s, arity)
         return cache[s.index]
 
     def _absorb_small(self, s: Stratum, res: SmallResult, st: StratumStats,

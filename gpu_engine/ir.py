@@ -161,6 +161,9 @@ class Program:
     relations: dict[str, Relation] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     facts: dict[str, list[tuple]] = field(default_factory=dict)
+    # subsumptive rules A(x..) <= A(y..) :- body, as A(x.., y..) :- A(x..), A(y..), body
+    # (see gpu_engine.subsumption)
+    subsumptions: list[Rule] = field(default_factory=list)
 
 
 class SymbolTable(Protocol):

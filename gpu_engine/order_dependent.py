@@ -60,6 +60,8 @@ def features(program: Program, rules: list[Rule]) -> list[str]:
     out = []
     if any(r.choice for r in program.relations.values()):
         out.append("choice-domain")
+    if program.subsumptions:
+        out.append("subsumption")
     if any(uses_autoinc(r) for r in rules):
         out.append("autoinc()")
     return out

@@ -104,7 +104,12 @@ class RuleEvaluator:
         self._pending = 0
         self._limit = self.compact_rows
         start = initial if initial is not None else Bindings({}, 1)
-        self._run(rule, start, list(zip(atoms, sources)), filters, out)
+        try:
+            self._run(rule, start, list(zip(atoms, sources)), filters, out)
+        except ProgramError as e:  # a functor error (to_number("abc")): name the rule
+            if e.loc is not None:
+                raise
+            raise type(e)(e.message, rule.loc) from None
         return out
 
     # --- the plan, depth first over join chunks ---------------------------------------

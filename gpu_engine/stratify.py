@@ -20,6 +20,7 @@ class Stratum:
     rules: list[Rule] = field(default_factory=list)  # rules whose head is in the stratum
     recursive_rules: list[Rule] = field(default_factory=list)
     nonrecursive_rules: list[Rule] = field(default_factory=list)
+    subsumptions: list[Rule] = field(default_factory=list)  # for relations of the stratum
 
     @property
     def recursive(self) -> bool:
@@ -57,7 +58,8 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
     rules = all_rules(program) if rules is None else rules
     names = list(program.relations)
     deps: dict[str, set[str]] = {n: set() for n in names}
-    for r in rules:
+    subsumptions = [normalise_rule(r) for r in program.subsumptions]
+    for r in (*rules, *subsumptions):
         for lit in r.body:
             if isinstance(lit, Atom):
                 deps[r.head.relation].add(lit.relation)
@@ -81,6 +83,14 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
                     lit.loc if lit.loc.line else r.loc,
                 )
         (s.recursive_rules if recursive else s.nonrecursive_rules).append(r)
+    for r in subsumptions:
+        s = strata[comp_of[r.head.relation]]
+        for lit in r.body:
+            if isinstance(lit, Negation) and comp_of[lit.atom.relation] == s.index:
+                raise ProgramError(
+                    f"negation through recursion in a subsumptive rule of {r.head.relation}",
+                    lit.loc if lit.loc.line else r.loc)
+        s.subsumptions.append(r)
     return strata
 
 

@@ -237,9 +237,13 @@ class Builder(Transformer):
         heads = tuple(c for c in children[:-2])
         return RuleStmt(heads, children[-1], heads[0].loc)
 
-    def subsumptive_rule(self, children: list[Any]) -> None:
-        raise ProgramError("subsumptive rules ('A(...) <= A(...) :- ...') are not supported",
-                           self._loc(children[1]))
+    def subsumptive_rule(self, children: list[Any]) -> RuleStmt:
+        dominated, le, dominating, _, body = children
+        if dominated.relation != dominating.relation:
+            raise ProgramError("a subsumptive rule compares two tuples of one relation, not "
+                               f"'{dominated.relation}' and '{dominating.relation}'",
+                               self._loc(le))
+        return RuleStmt((dominated,), body, dominated.loc, dominating)
 
     def disjunction(self, children: list[Any]) -> Any:
         return children[0] if len(children) == 1 else SOr(tuple(children))

@@ -25,6 +25,8 @@ from gpu_engine.host.lang.dl_syntax import (
     SNot,
     SOr,
     Statement,
+    SVar,
+    SWild,
     TypeStmt,
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
@@ -219,8 +221,31 @@ class Lowering:
                 raise ProgramError(f"undeclared relation '{n.name}' in .{stmt.kind}", n.loc)
             self.directives.append(Directive(stmt.kind, n.name, dict(stmt.params), n.loc))  # type: ignore[arg-type]
 
+    def _subsumption(self, stmt: RuleStmt, bodies: list[list[SLiteral]]) -> None:
+        """``A(x..) <= A(y..) :- body`` as ``A(x.., y..) :- A(x..), A(y..), body``."""
+        fresh = iter(range(1 << 30))
+
+        def named(atom: SAtom) -> SAtom:  # '_' would be refused in the head
+            return SAtom(atom.relation, tuple(
+                SVar(f"_sub{next(fresh)}", a.loc) if isinstance(a, SWild) else a
+                for a in atom.args), atom.loc)
+
+        assert stmt.dominating is not None
+        low, high = named(stmt.heads[0]), named(stmt.dominating)
+        for body in bodies:
+            typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types)
+            lowered = typer.lower()
+            if lowered is None:
+                continue
+            h, b = lowered
+            head = ir.Atom(h.relation, (*h.args, *b[1].args), h.loc)  # type: ignore[union-attr]
+            self.program.subsumptions.append(ir.Rule(head, tuple(b), stmt.loc))
+
     def _clause(self, stmt: RuleStmt) -> None:
         bodies = [[]] if stmt.body is None else expand_body(stmt.body)
+        if stmt.dominating is not None:
+            self._subsumption(stmt, bodies)
+            return
         if not bodies:
             self.notes.append(f"{stmt.loc}: the rule can never fire (its body is false)")
         for head in stmt.heads:

@@ -181,6 +181,7 @@ class RuleStmt:
     heads: tuple[SAtom, ...]
     body: SFormula | None  # None for a fact
     loc: Location
+    dominating: SAtom | None = None  # subsumptive rule: heads[0] <= dominating :- body
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ def _term_ok(t: Term) -> bool:
         return not (isinstance(t, Const) and t.type == "float")
     if t.type not in ("number", "unsigned") or (t.op not in _ARITH and t.op != "neg"):
         return False
+    if t.op in ("/", "%") and not (isinstance(t.args[1], Const) and t.args[1].value != 0):
+        return False  # a division by zero is dropped with a warning on the array path
     return all(_term_ok(a) for a in t.args)
 
 

@@ -184,6 +184,10 @@ class SparkRunner:
         self.progress = progress
         self.broadcast_rows = BROADCAST_ROWS
         self.replicate_rows = REPLICATE_ROWS
+        bad = [f"choice-domain ({n})" for n, r in program.relations.items() if r.choice]
+        bad += ["subsumption"] if program.subsumptions else []
+        if bad:
+            raise ProgramError(f"the Spark backend does not support {', '.join(bad)}")
         self.strata: list[Stratum] = stratify(program)
         self.compiled = {id(r): CompiledRule(r, program.relations)
                          for s in self.strata for r in s.rules}

@@ -34,6 +34,8 @@ from gpu_engine.ir import (
 from . import adapter as sa
 from .backend_expr import SPARK_TYPES, SparkExpr, check_term, const_column
 
+_CMP_OPS = ("=", "!=", "<", "<=", ">", ">=")
+
 
 @dataclass
 class Source:
@@ -79,6 +81,9 @@ class CompiledRule:
         self.expr = SparkExpr(self.types)
         where = f"rule {rule}"
         for f in self.filters:
+            if isinstance(f, Compare) and f.op not in _CMP_OPS:
+                raise ProgramError(f"the Spark backend does not support '{f.op}' ({where})",
+                                   rule.loc)
             if isinstance(f, Compare):
                 check_term(f.left, self.types, where)
                 check_term(f.right, self.types, where)

@@ -307,11 +307,12 @@ def _string_op(op: str, v: list[Any], arg_types: list[ColumnType],
     if op == "to_string":
         return v[0].cast("string"), None
     if op == "substr":
+        # Soufflé (std::string::substr): out of range gives "", a negative length the rest
         s, i, n = v[0], v[1].cast("long"), v[2].cast("long")
-        ok = (i >= 0) & (n >= 0) & (i <= F.length(s))
+        ok = (i >= 0) & (i <= F.length(s))
         pos = F.when(ok, i + 1).otherwise(F.lit(1)).cast("int")
-        length = F.when(ok, n).otherwise(F.lit(0)).cast("int")
-        return s.substr(pos, length), ok
+        length = F.when(~ok, F.lit(0)).when(n < 0, F.length(s)).otherwise(n).cast("int")
+        return s.substr(pos, length), None
     # to_number / to_unsigned
     ok = v[0].rlike(_NUMBER_RE)
     digits = F.regexp_extract(v[0], _NUMBER_RE, 1)

@@ -94,7 +94,8 @@ class ExprEvaluator:
             v = vals[0]
             if src == "float":
                 f = float_decode(be, v)
-                return wrap(be, xp.trunc(f).astype(INDEX), typ), None
+                with _quiet(xp):  # NaN / out of range: C leaves the result undefined
+                    return wrap(be, xp.trunc(f).astype(INDEX), typ), None
             if typ == "float":
                 return float_encode(be, v.astype(xp.float64)), valid
             return wrap(be, v, typ), valid

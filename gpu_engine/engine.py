@@ -207,6 +207,9 @@ class Engine:
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
+            if stratum.aggregate is not None:
+                stats.strata.append(self._evaluate_aggregate(stratum))
+                continue
             if not stratum.rules:
                 continue
             stats.strata.append(self._evaluate_stratum(stratum))
@@ -282,6 +285,26 @@ class Engine:
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
         return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _evaluate_aggregate(self, s: Stratum) -> StratumStats:
+        """An aggregate's hidden relation (``gpu_engine.aggregates``); each of its facts
+        has exactly one non-recursive derivation."""
+        from .aggregates import evaluate
+
+        t0 = time.perf_counter()
+        agg = s.aggregate
+        assert agg is not None
+        st = StratumStats(index=s.index, relations=list(s.relations), recursive=False)
+        rows = evaluate(self.evaluator, agg, self.store.__getitem__)
+        name = agg.relation
+        self.store[name] = RunSet.of(rows)
+        if self.counting:
+            self._count_log.setdefault(name, []).append(
+                (rows, self.be.xp.ones(len(rows), dtype=INDEX), False))
+        st.iterations = 1
+        st.facts = st.derivations = len(rows)
+        st.seconds = time.perf_counter() - t0
+        return st
 
     def _small_plan(self, s: Stratum) -> SmallPlan | None:
         """The stratum's small-delta plan (None: array path only)."""

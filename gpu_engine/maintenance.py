@@ -158,7 +158,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     finally:
         engine.evaluator.compact = None
     stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|
-    derived = {r.head.relation for r in engine.rules}
+    derived = {r.head.relation for r in engine.rules} | set(engine.program.aggregates)
     store, counters = state.commit({n: e for n, e in new_e.items() if n not in derived})
     engine.explicit = new_e
     engine.store = store

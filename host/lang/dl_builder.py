@@ -15,6 +15,7 @@ from gpu_engine.host.lang.dl_syntax import (
     Named,
     NoteStmt,
     RuleStmt,
+    SAgg,
     SAnd,
     SAtom,
     SBool,
@@ -339,6 +340,16 @@ class Builder(Transformer):
     def aggregator(self, children: list[Token]) -> Token:
         return children[0]
 
-    def aggregate(self, children: list[Any]) -> None:
+    def aggregate(self, children: list[Any]) -> SAgg:
         tok = children[0]
-        raise ProgramError(f"aggregates ('{tok}') are not supported", self._loc(tok))
+        loc = self._loc(tok)
+        op = str(tok).lower()
+        target = None
+        if len(children) == 3:
+            name = children[1]
+            target = SVar(str(name), self._loc(name))
+        if op == "count" and target is not None:
+            raise ProgramError("'count' takes no target expression", loc)
+        if op != "count" and target is None:
+            raise ProgramError(f"'{op}' needs a target variable ({op} x : ...)", loc)
+        return SAgg(op, target, children[-1], loc)

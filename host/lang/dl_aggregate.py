@@ -1,0 +1,275 @@
+"""Lowering of aggregates (``count``, ``sum``, ``min``, ``max``, ``mean``) to hidden relations.
+
+An aggregate term ``op t : { body }`` in a clause is replaced by a fresh variable ``@rK``
+plus the atom ``@aggK(k1..kn, @rK)`` over a hidden relation defined by an
+:class:`gpu_engine.ir.Aggregate`: the group key ``k1..kn`` is the variables of the body
+that also occur in the rest of the clause (correlated); the body's other variables are
+local to it.  ``count`` also yields 0 for a group without instances: the clause gets a
+second alternative with ``!@aggK(k1..kn, _), @rK = 0``.  Nested aggregates are lowered
+inside the body first (the inner definition's rules may then be several alternatives).
+
+Readings of Soufflé's semantics (checked against its test suite where it has cases):
+
+* an aggregate ranges over the instances of its body (every variable assigned,
+  anonymous ones included), so ``sum y : { a(y, _) }`` adds ``y`` once per ``a`` fact;
+* ``sum``/``min``/``max``/``mean`` of an empty group give no row (the rule does not
+  fire for that group), ``count`` gives 0;
+* ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
+  symbols for aggregates is not the text order, and we do not guess);
+* a correlated variable must be bound by a positive atom inside the body (otherwise
+  the group would range over the outer bindings only; refused as not supported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gpu_engine.host.lang.dl_syntax import (
+    SAgg,
+    SAtom,
+    SCall,
+    SCast,
+    SCmp,
+    SLiteral,
+    SNegAtom,
+    SNum,
+    STerm,
+    SVar,
+    SWild,
+)
+
+from gpu_engine import ir
+from gpu_engine.ir import ProgramError
+
+if TYPE_CHECKING:
+    from gpu_engine.host.lang.dl_types import TypeEnv
+
+Clause = tuple[SAtom, list[SLiteral]]
+
+
+def deep_vars(t: STerm) -> Iterator[SVar]:
+    """Named variables of a term, including those inside aggregate bodies."""
+    if isinstance(t, SVar):
+        yield t
+    elif isinstance(t, SCall):
+        for a in t.args:
+            yield from deep_vars(a)
+    elif isinstance(t, SCast):
+        yield from deep_vars(t.arg)
+    elif isinstance(t, SAgg):
+        if t.target is not None:
+            yield t.target
+        yield from _formula_vars(t.body)
+
+
+def _formula_vars(f: object) -> Iterator[SVar]:
+    from gpu_engine.host.lang.dl_syntax import SAnd, SBool, SNot, SOr
+
+    if isinstance(f, SAtom):
+        for a in f.args:
+            yield from deep_vars(a)
+    elif isinstance(f, SCmp):
+        yield from deep_vars(f.left)
+        yield from deep_vars(f.right)
+    elif isinstance(f, SNot):
+        yield from _formula_vars(f.inner)
+    elif isinstance(f, (SAnd, SOr)):
+        for item in f.items:
+            yield from _formula_vars(item)
+    elif isinstance(f, SNegAtom):
+        yield from _formula_vars(f.atom)
+    elif isinstance(f, SBool):
+        return
+
+
+def _literal_terms(lit: SLiteral) -> list[STerm]:
+    if isinstance(lit, SCmp):
+        return [lit.left, lit.right]
+    atom = lit.atom if isinstance(lit, SNegAtom) else lit
+    return list(atom.args)
+
+
+def _has_agg(t: STerm) -> bool:
+    if isinstance(t, SAgg):
+        return True
+    if isinstance(t, SCall):
+        return any(_has_agg(a) for a in t.args)
+    if isinstance(t, SCast):
+        return _has_agg(t.arg)
+    return False
+
+
+def clause_has_aggregate(head: SAtom, body: list[SLiteral]) -> bool:
+    return any(_has_agg(t) for t in head.args) or any(
+        _has_agg(t) for lit in body for t in _literal_terms(lit))
+
+
+class AggregateLowering:
+    """Replaces the aggregates of clauses by hidden relations (one per aggregate)."""
+
+    def __init__(self, program: ir.Program, types: TypeEnv) -> None:
+        self.program = program
+        self.types = types
+        self.count = 0
+
+    # ---- clauses ----------------------------------------------------------------------
+
+    def expand(self, head: SAtom, body: list[SLiteral]) -> list[Clause]:
+        """Alternatives of the clause with every aggregate replaced (none: unchanged)."""
+        found: list[SAgg] = []
+
+        def collect(t: STerm) -> None:
+            if isinstance(t, SAgg):
+                found.append(t)
+            elif isinstance(t, SCall):
+                for a in t.args:
+                    collect(a)
+            elif isinstance(t, SCast):
+                collect(t.arg)
+
+        for t in head.args:
+            collect(t)
+        for lit in body:
+            for t in _literal_terms(lit):
+                collect(t)
+        if not found:
+            return [(head, body)]
+        names: dict[int, SVar] = {}
+        for agg in found:
+            self.count += 1
+            names[id(agg)] = SVar(f"@r{self.count}", agg.loc)
+
+        def subst(t: STerm) -> STerm:
+            if isinstance(t, SAgg):
+                return names[id(t)]
+            if isinstance(t, SCall):
+                return replace(t, args=tuple(subst(a) for a in t.args))
+            if isinstance(t, SCast):
+                return replace(t, arg=subst(t.arg))
+            return t
+
+        new_head = replace(head, args=tuple(subst(t) for t in head.args))
+        new_body: list[SLiteral] = []
+        for lit in body:
+            if isinstance(lit, SCmp):
+                new_body.append(replace(lit, left=subst(lit.left), right=subst(lit.right)))
+            elif isinstance(lit, SNegAtom):
+                a = lit.atom
+                new_body.append(replace(lit, atom=replace(a, args=tuple(subst(t)
+                                                                     for t in a.args))))
+            else:
+                new_body.append(replace(lit, args=tuple(subst(t) for t in lit.args)))
+        alternatives: list[list[SLiteral]] = [new_body]
+        for agg in found:
+            # variables of the clause outside this aggregate
+            outer: set[str] = set()
+            for t in head.args:
+                if t is not agg:
+                    outer |= {v.name for v in _vars_outside(t, agg)}
+            for lit in body:
+                for t in _literal_terms(lit):
+                    outer |= {v.name for v in _vars_outside(t, agg)}
+            keys, rel = self._define(agg, outer)
+            res = names[id(agg)]
+            hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
+            nxt: list[list[SLiteral]] = []
+            for alt in alternatives:
+                nxt.append([*alt, hidden])
+                if agg.op == "count":
+                    absent = SAtom(rel, tuple(keys) + (SWild(agg.loc),), agg.loc)
+                    zero = SCmp("=", res, SNum(0, "int", "0", agg.loc), agg.loc, agg.loc)
+                    nxt.append([*alt, SNegAtom(absent, agg.loc), zero])
+            alternatives = nxt
+        return [(new_head, alt) for alt in alternatives]
+
+    # ---- one aggregate ----------------------------------------------------------------
+
+    def _define(self, agg: SAgg, outer: set[str]) -> tuple[list[SVar], str]:
+        """Declare and define the hidden relation of ``agg``; its key variables."""
+        from gpu_engine.host.lang.dl_lower import expand_body
+        from gpu_engine.host.lang.dl_typecheck import ClauseTyper
+
+        conj = expand_body(agg.body)
+        if len(conj) != 1:
+            raise ProgramError("a disjunction (or a false body) inside an aggregate is not "
+                               "supported", agg.loc)
+        body = conj[0]
+        keys: list[SVar] = []
+        seen: set[str] = set()
+        for lit in body:
+            for t in _literal_terms(lit):
+                for v in deep_vars(t):
+                    if v.name in outer and v.name not in seen:
+                        seen.add(v.name)
+                        keys.append(v)
+        target = agg.target
+        inner_vars = {v.name for lit in body for t in _literal_terms(lit) for v in deep_vars(t)}
+        if target is not None and target.name not in inner_vars:
+            raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does not "
+                               "occur in the aggregate's body", target.loc)
+        bound_inside = {a.name for lit in body if isinstance(lit, SAtom) for a in lit.args
+                        if isinstance(a, SVar)}
+        for k in keys:
+            if k.name not in bound_inside and not any(
+                    isinstance(lit, SCmp) and lit.op == "=" and k in (lit.left, lit.right)
+                    for lit in body):
+                raise ProgramError(
+                    f"variable '{k.name}' is used inside the aggregate and outside it, but is "
+                    "not bound by a positive atom inside it (not supported)", k.loc)
+        name = f"@agg{self.count}"
+        self.count += 1
+        head_vars = keys + ([target] if target is not None else [])
+        inner_name = name + ".in"
+        rels = self.program.relations
+        # placeholder declaration to infer the types of the key and target
+        rels[inner_name] = ir.Relation(inner_name, tuple((v.name, "number")
+                                                         for v in head_vars), "set", agg.loc)
+        inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
+        alts = self.expand(inner_head, body)  # nested aggregates first
+        try:
+            typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
+            for lit in alts[0][1]:
+                a = lit.atom if isinstance(lit, SNegAtom) else lit
+                if isinstance(a, SAtom):
+                    typer._check_atom(a)
+            typer._infer_variable_types()
+            vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
+            rels[inner_name] = ir.Relation(inner_name, tuple(
+                (v.name, t) for v, t in zip(head_vars, vt)), "set", agg.loc)  # type: ignore[misc]
+            rules: list[ir.Rule] = []
+            for h, b in alts:
+                lowered = ClauseTyper(h, b, rels, self.types).lower()
+                if lowered is not None:
+                    rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
+        finally:
+            del rels[inner_name]
+        if agg.op == "count":
+            result = "number"
+        else:
+            t = vt[-1]
+            if t == "symbol":
+                raise ProgramError(f"'{agg.op}' over symbols is not supported", agg.loc)
+            result = "float" if agg.op == "mean" else t
+        key_types = vt[:len(keys)]
+        rels[name] = ir.Relation(
+            name, tuple((f"k{i}", t) for i, t in enumerate(key_types)) + (("value", result),),
+            "set", agg.loc)  # type: ignore[arg-type]
+        self.program.aggregates[name] = ir.Aggregate(
+            name, agg.op, tuple(rules), result, len(keys), agg.loc,
+            None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
+        return keys, name
+
+
+def _vars_outside(t: STerm, agg: SAgg) -> Iterator[SVar]:
+    """Variables of ``t`` except those inside the aggregate ``agg`` itself."""
+    if t is agg:
+        return
+    if isinstance(t, SCall):
+        for a in t.args:
+            yield from _vars_outside(a, agg)
+    elif isinstance(t, SCast):
+        yield from _vars_outside(t.arg, agg)
+    else:
+        yield from deep_vars(t)

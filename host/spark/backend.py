@@ -184,6 +184,12 @@ class SparkRunner:
         self.progress = progress
         self.broadcast_rows = BROADCAST_ROWS
         self.replicate_rows = REPLICATE_ROWS
+        if program.aggregates:
+            from gpu_engine.ir import ProgramError
+
+            agg = next(iter(program.aggregates.values()))
+            raise ProgramError(f"aggregates ('{agg.op}') are not supported by the Spark "
+                               "backend", agg.loc)
         self.strata: list[Stratum] = stratify(program)
         self.compiled = {id(r): CompiledRule(r, program.relations)
                          for s in self.strata for r in s.rules}

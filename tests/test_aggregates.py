@@ -69,6 +69,15 @@ u(1, 4000000000). u(1, 1000000000). u(2, 3).
     ("r(c) :- c = max n : { p(y), n = count : { q(y, _) } }.", "r(c:number)", {(2,)}),
     # aggregate over a derived relation and over a negation
     ("r(c) :- c = count : { p(y), !q(y, 5) }.", "r(c:number)", {(2,)}),
+    # correlated through comparisons only (the key's domain comes from outside)
+    ("r(x, c) :- p(x), c = count : { p(y), !q(y, 5), y != x }.", "r(x:number, c:number)",
+     {(1, 2), (2, 1), (3, 1)}),
+    ("r(x, c) :- p(x), c = sum y : { q(y, _), y < x }.", "r(x:number, c:number)",
+     {(2, 2), (3, 4)}),
+    ("r(x, c) :- p(x), c = count : { p(y), y < x, count : { q(y, _) } = 1 }.",
+     "r(x:number, c:number)", {(1, 0), (2, 0), (3, 1)}),
+    ("r(x, c) :- p(x), c = count : { q(x, y), count : { p(w), w = y - 4 } = 1 }.",
+     "r(x:number, c:number)", {(1, 2), (2, 1), (3, 0)}),
     # one instance per assignment (z is a variable of the body)
     ("r(c) :- c = sum y : { q(_, y), z = y * 2 }.", "r(c:number)", {(16,)}),
 ])
@@ -95,8 +104,8 @@ def test_count_empty_group_and_derived_input() -> None:
      "symbols"),
     (".decl a(x:number)\n.decl b(x:number)\nb(x) :- x = sum y : { a(z) }.\n", (3, 17),
      "target"),
-    (".decl a(x:number)\n.decl b(x:number)\nb(x) :- a(x), x = count : { a(y), y < x }.\n",
-     (3, 39), "not bound"),
+    (".decl a(x:number)\n.decl b(x:number)\nb(x) :- x = count : { a(y), y < x }.\n",
+     (3, 33), "binds it"),
 ])
 def test_errors(text: str, where: tuple[int, int], words: str) -> None:
     with pytest.raises(ProgramError) as e:
@@ -120,6 +129,8 @@ tot(x, s) :- v(x), s = sum y : { w(x, y) }.
 lo(x, s) :- v(x), s = min y : { w(x, y), !e(x, y) }.
 .decl hi(s:number)
 hi(s) :- s = max c : { deg(_, c) }.
+.decl below(x:number, s:number)
+below(x, s) :- v(x), s = count : { v(y), y < x, !e(y, x) }.
 .decl avg(x:number, s:float)
 avg(x, s) :- v(x), s = mean y : { path(x, y) }.
 .decl big(x:number)
@@ -128,7 +139,7 @@ big(x) :- deg(x, c), c > 2.
 reach(x, y) :- big(x), e(x, y).
 reach(x, z) :- reach(x, y), e(y, z).
 """
-OUT = ("path", "deg", "tot", "lo", "hi", "avg", "big", "reach")
+OUT = ("path", "deg", "tot", "lo", "hi", "avg", "below", "big", "reach")
 
 
 def expected(e: set, v: set, w: set) -> dict[str, set]:
@@ -144,6 +155,7 @@ def expected(e: set, v: set, w: set) -> dict[str, set]:
     lo = {(x, min(ys)) for x in v if (ys := [y for (a, y) in w if a == x and (x, y) not in e])}
     hi = {(max(c for _, c in deg),)} if deg else set()
     avg = {(x, float(np.float32(sum(ys) / len(ys)))) for x in v if (ys := [y for (a, y) in path if a == x])}
+    below = {(x, sum(1 for y in v if y < x and (y, x) not in e)) for x in v}
     big = {x for (x, c) in deg if c > 2}
     reach = {(x, y) for (x, y) in e if x in big}
     while True:
@@ -151,7 +163,7 @@ def expected(e: set, v: set, w: set) -> dict[str, set]:
         if not new:
             break
         reach |= new
-    return {"path": path, "deg": deg, "tot": tot, "lo": lo, "hi": hi, "avg": avg,
+    return {"path": path, "deg": deg, "tot": tot, "lo": lo, "hi": hi, "avg": avg, "below": below,
             "big": {(x,) for x in big}, "reach": reach}
 
 

@@ -171,7 +171,10 @@ class AggregateLowering:
             for lit in body:
                 for t in _literal_terms(lit):
                     outer |= {v.name for v in _vars_outside(t, agg)}
-            keys, rel = self._define(agg, outer)
+            context = [lit for lit in new_body
+                       if not any(v.name.startswith("@r") for t in _literal_terms(lit)
+                                  for v in deep_vars(t))]
+            keys, rel = self._define(agg, outer, context)
             res = names[id(agg)]
             hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
             nxt: list[list[SLiteral]] = []
@@ -186,10 +189,12 @@ class AggregateLowering:
 
     # ---- one aggregate ----------------------------------------------------------------
 
-    def _define(self, agg: SAgg, outer: set[str]) -> tuple[list[SVar], str]:
-        """Declare and define the hidden relation of ``agg``; its key variables."""
+    def _define(self, agg: SAgg, outer: set[str],
+                context: list[SLiteral]) -> tuple[list[SVar], str]:
+        """Declare and define the hidden relation of ``agg``; its key variables.
+        ``context`` holds the enclosing clause's literals that do not read an aggregate's
+        result: they define the domain of keys the body does not bind itself."""
         from gpu_engine.host.lang.dl_lower import expand_body
-        from gpu_engine.host.lang.dl_typecheck import ClauseTyper
 
         conj = expand_body(agg.body)
         if len(conj) != 1:
@@ -209,42 +214,32 @@ class AggregateLowering:
         if target is not None and target.name not in inner_vars:
             raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does not "
                                "occur in the aggregate's body", target.loc)
-        bound_inside = {a.name for lit in body if isinstance(lit, SAtom) for a in lit.args
-                        if isinstance(a, SVar)}
-        for k in keys:
-            if k.name not in bound_inside and not any(
-                    isinstance(lit, SCmp) and lit.op == "=" and k in (lit.left, lit.right)
-                    for lit in body):
-                raise ProgramError(
-                    f"variable '{k.name}' is used inside the aggregate and outside it, but is "
-                    "not bound by a positive atom inside it (not supported)", k.loc)
         name = f"@agg{self.count}"
         self.count += 1
+        if any(k.name not in bound_variables_deep(body) for k in keys):
+            # keys bound only outside: their domain is the context's bindings of them
+            dom = name + ".dom"
+            bound_ctx = bound_variables_deep(context)
+            for k in keys:
+                if k.name not in bound_ctx:
+                    raise ProgramError(
+                        f"variable '{k.name}' is used inside the aggregate and outside it, but "
+                        "neither side binds it without the aggregate (not supported)", k.loc)
+            dom_head = SAtom(dom, tuple(keys), agg.loc)
+            _types, rules = self._declare_typed(dom, keys, [(dom_head, list(context))], agg)
+            self.program.rules.extend(rules)
+            body = [SAtom(dom, tuple(keys), agg.loc), *body]
         head_vars = keys + ([target] if target is not None else [])
         inner_name = name + ".in"
+        inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
         rels = self.program.relations
-        # placeholder declaration to infer the types of the key and target
         rels[inner_name] = ir.Relation(inner_name, tuple((v.name, "number")
                                                          for v in head_vars), "set", agg.loc)
-        inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
-        alts = self.expand(inner_head, body)  # nested aggregates first
         try:
-            typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
-            for lit in alts[0][1]:
-                a = lit.atom if isinstance(lit, SNegAtom) else lit
-                if isinstance(a, SAtom):
-                    typer._check_atom(a)
-            typer._infer_variable_types()
-            vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
-            rels[inner_name] = ir.Relation(inner_name, tuple(
-                (v.name, t) for v, t in zip(head_vars, vt)), "set", agg.loc)  # type: ignore[misc]
-            rules: list[ir.Rule] = []
-            for h, b in alts:
-                lowered = ClauseTyper(h, b, rels, self.types).lower()
-                if lowered is not None:
-                    rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
+            alts = self.expand(inner_head, body)  # nested aggregates first
+            vt, rules = self._declare_typed(inner_name, head_vars, alts, agg)
         finally:
-            del rels[inner_name]
+            rels.pop(inner_name, None)
         if agg.op == "count":
             result = "number"
         else:
@@ -257,9 +252,50 @@ class AggregateLowering:
             name, tuple((f"k{i}", t) for i, t in enumerate(key_types)) + (("value", result),),
             "set", agg.loc)  # type: ignore[arg-type]
         self.program.aggregates[name] = ir.Aggregate(
-            name, agg.op, tuple(rules), result, len(keys), agg.loc,
+            name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
             None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
         return keys, name
+
+    def _declare_typed(self, name: str, head_vars: list[SVar], alts: list[Clause],
+                       agg: SAgg) -> tuple[list[str], list[ir.Rule]]:
+        """Declare relation ``name`` over ``head_vars`` with the types the first clause
+        infers for them, and lower the clauses (their heads are over ``name``)."""
+        from gpu_engine.host.lang.dl_typecheck import ClauseTyper
+
+        rels = self.program.relations
+        rels[name] = ir.Relation(name, tuple((v.name, "number") for v in head_vars), "set",
+                                 agg.loc)
+        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
+        for lit in alts[0][1]:
+            a = lit.atom if isinstance(lit, SNegAtom) else lit
+            if isinstance(a, SAtom):
+                typer._check_atom(a)
+        typer._infer_variable_types()
+        vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
+        rels[name] = ir.Relation(name, tuple((v.name, t) for v, t in zip(head_vars, vt)),
+                                 "set", agg.loc)  # type: ignore[misc]
+        rules: list[ir.Rule] = []
+        for h, b in alts:
+            lowered = ClauseTyper(h, b, rels, self.types).lower()
+            if lowered is not None:
+                rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
+        return vt, rules
+
+
+def bound_variables_deep(body: list[SLiteral]) -> set[str]:
+    """Variables a conjunction binds (positive atoms and binding equalities), treating an
+    aggregate term as bound once the variables it is correlated with are."""
+    from gpu_engine.host.lang.dl_safety import bound_variables
+
+    flat: list[SLiteral] = []
+    for lit in body:
+        if isinstance(lit, SCmp) and (_has_agg(lit.left) or _has_agg(lit.right)):
+            continue
+        if isinstance(lit, SAtom) and any(_has_agg(t) for t in lit.args):
+            lit = replace(lit, args=tuple(SWild(lit.loc) if _has_agg(t) else t
+                                          for t in lit.args))
+        flat.append(lit)
+    return bound_variables(flat)
 
 
 def _vars_outside(t: STerm, agg: SAgg) -> Iterator[SVar]:

@@ -217,7 +217,7 @@ class Engine:
             self._build_counters()
         self.counted_with = "auto" if self.module_plans else "off"
         stats.seconds = time.perf_counter() - t0
-        stats.facts = sum(len(r) for r in self.store.values())
+        stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()
         self.materialised = True

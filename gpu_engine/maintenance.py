@@ -102,7 +102,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         engine.state = saved
         raise
     engine._device_changed()
-    stats.facts = sum(len(r) for r in engine.store.values())
+    # hidden relations (aggregates, their key domains) are not counted
+    stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0
     return stats
 

@@ -12,7 +12,12 @@ import random
 
 import numpy as np
 import pytest
+from generators import Program, aggregate_programs
 from gpu_engine.host.reasoner import ProgramError, Reasoner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz import check_api
+from test_update import non_recursive, run_sequence
 
 from gpu_engine.maintenance import ALGORITHMS
 
@@ -239,3 +244,28 @@ def test_spark_refuses() -> None:
                          "t.dl").program
     with pytest.raises(ProgramError, match="Spark"):
         SparkRunner(prog, None)  # type: ignore[arg-type]
+
+
+# --- generated programs: the reference evaluator and every maintenance algorithm -------
+
+GEN_EXAMPLES = int(os.environ.get("AGG_EXAMPLES", "0")) * 5 or 12
+
+
+@settings(max_examples=GEN_EXAMPLES, deadline=None)
+@given(program=aggregate_programs())
+def test_generated_aggregates_match_reference(program: Program, device: str) -> None:
+    """Generated programs with aggregates (correlated by an atom, by a comparison, or
+    not): every relation equals the naive reference evaluator's."""
+    check_api(program, device)
+
+
+@settings(max_examples=max(4, GEN_EXAMPLES // 3), deadline=None)
+@given(program=aggregate_programs(), data=st.data())
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_generated_aggregate_updates(program: Program, data: st.DataObject, algorithm: str,
+                                     device: str) -> None:
+    """Update sequences on generated aggregate programs: relations, E and counters equal
+    the reference after every update, under every algorithm."""
+    if algorithm == "counting" and data.draw(st.booleans(), label="strip recursion"):
+        program = non_recursive(program)
+    run_sequence(program, data, (algorithm,), device)

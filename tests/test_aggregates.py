@@ -110,7 +110,7 @@ def test_count_empty_group_and_derived_input() -> None:
     (".decl a(x:number)\n.decl b(x:number)\nb(x) :- x = sum y : { a(z) }.\n", (3, 17),
      "target"),
     (".decl a(x:number)\n.decl b(x:number)\nb(x) :- x = count : { a(y), y < x }.\n",
-     (3, 33), "binds it"),
+     (3, 33), "unsafe variable"),
 ])
 def test_errors(text: str, where: tuple[int, int], words: str) -> None:
     with pytest.raises(ProgramError) as e:
@@ -269,3 +269,22 @@ def test_generated_aggregate_updates(program: Program, data: st.DataObject, algo
     if algorithm == "counting" and data.draw(st.booleans(), label="strip recursion"):
         program = non_recursive(program)
     run_sequence(program, data, (algorithm,), device)
+
+
+@pytest.mark.parametrize("rule, decl, expected", [
+    # target expressions; a body variable grounded outside only by the aggregate is local
+    ("r(c) :- c = min z + y : { q(a, z), q(b, y), a != b }.", "r(c:number)", {(3,)}),
+    ("r(c) :- c = max c : q(_, c).", "r(c:number)", {(7,)}),
+    ("r(c) :- c = sum 1 : q(_, _).", "r(c:number)", {(4,)}),
+    ("r(x, c) :- p(x), c = sum y * 2 : { q(x, y) }.", "r(x:number, c:number)",
+     {(1, 22), (2, 14), (3, -4)}),
+])
+def test_targets_and_locals(rule: str, decl: str, expected: set) -> None:
+    r = run(BASE + f".decl {decl}\n{rule}\n")
+    assert rows(r, "r") == expected
+
+
+def test_witnesses_refused() -> None:
+    with pytest.raises(ProgramError, match="witnesses") as e:
+        run(BASE + ".decl r(x:number, c:number)\nr(x, c) :- c = max y : q(x, y).\n")
+    assert (e.value.loc.line, e.value.loc.column) == (11, 3)

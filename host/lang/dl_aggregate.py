@@ -16,8 +16,14 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
   fire for that group), ``count`` gives 0;
 * ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
   symbols for aggregates is not the text order, and we do not guess);
-* a correlated variable must be bound by a positive atom inside the body (otherwise
-  the group would range over the outer bindings only; refused as not supported).
+* a body variable is correlated (part of the group key) when the enclosing clause grounds
+  it without this aggregate; a body variable that occurs outside only where the aggregate
+  itself grounds it (``Y = min Z+Y : { a(_, Z), a(_, Y) }``) is local to the body, as
+  Soufflé's ``aggregates`` test expects;
+* when a correlated variable is not bound inside the body (``count : { p(y), y < x }``)
+  the body ranges over the enclosing clause's bindings of it: a hidden relation
+  ``@aggK.dom`` holds them (the clause's literals that do not read an aggregate's result);
+* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gpu_engine.host.lang.dl_safety import bound_variables
 from gpu_engine.host.lang.dl_syntax import (
     SAgg,
     SAtom,
@@ -60,7 +67,7 @@ def deep_vars(t: STerm) -> Iterator[SVar]:
         yield from deep_vars(t.arg)
     elif isinstance(t, SAgg):
         if t.target is not None:
-            yield t.target
+            yield from deep_vars(t.target)
         yield from _formula_vars(t.body)
 
 
@@ -185,6 +192,16 @@ class AggregateLowering:
                     zero = SCmp("=", res, SNum(0, "int", "0", agg.loc), agg.loc, agg.loc)
                     nxt.append([*alt, SNegAtom(absent, agg.loc), zero])
             alternatives = nxt
+        inside = {v.name: v for agg in found for v in deep_vars(agg)}
+        for alt in alternatives:  # Soufflé's witnesses: a body variable used ungrounded
+            bound = bound_variables(alt)
+            outside = [v for t in new_head.args for v in deep_vars(t)] + [
+                v for lit in alt for t in _literal_terms(lit) for v in deep_vars(t)]
+            for v in outside:
+                if v.name not in bound and v.name in inside:
+                    raise ProgramError(
+                        f"variable '{v.name}' is grounded only inside an aggregate: witnesses "
+                        "of min/max (a body variable used outside) are not supported", v.loc)
         return [(new_head, alt) for alt in alternatives]
 
     # ---- one aggregate ----------------------------------------------------------------
@@ -203,28 +220,30 @@ class AggregateLowering:
         body = conj[0]
         keys: list[SVar] = []
         seen: set[str] = set()
+        # correlated: grounded outside the aggregate (a body variable that occurs outside
+        # only where the aggregate grounds it, e.g. its own result, is local to the body)
+        bound_ctx = bound_variables_deep(context)
         for lit in body:
             for t in _literal_terms(lit):
                 for v in deep_vars(t):
-                    if v.name in outer and v.name not in seen:
+                    if v.name in outer and v.name in bound_ctx and v.name not in seen:
                         seen.add(v.name)
                         keys.append(v)
-        target = agg.target
         inner_vars = {v.name for lit in body for t in _literal_terms(lit) for v in deep_vars(t)}
-        if target is not None and target.name not in inner_vars:
-            raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does not "
-                               "occur in the aggregate's body", target.loc)
+        target: SVar | None = None
+        if isinstance(agg.target, SVar):
+            target = agg.target
+            if target.name not in inner_vars:
+                raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does "
+                                   "not occur in the aggregate's body", target.loc)
+        elif agg.target is not None:  # an expression: bound to a fresh variable inside
+            target = SVar(f"@t{self.count}", agg.target.loc)
+            body = [*body, SCmp("=", target, agg.target, agg.loc, agg.loc)]
         name = f"@agg{self.count}"
         self.count += 1
         if any(k.name not in bound_variables_deep(body) for k in keys):
             # keys bound only outside: their domain is the context's bindings of them
             dom = name + ".dom"
-            bound_ctx = bound_variables_deep(context)
-            for k in keys:
-                if k.name not in bound_ctx:
-                    raise ProgramError(
-                        f"variable '{k.name}' is used inside the aggregate and outside it, but "
-                        "neither side binds it without the aggregate (not supported)", k.loc)
             dom_head = SAtom(dom, tuple(keys), agg.loc)
             _types, rules = self._declare_typed(dom, keys, [(dom_head, list(context))], agg)
             self.program.rules.extend(rules)
@@ -285,8 +304,6 @@ class AggregateLowering:
 def bound_variables_deep(body: list[SLiteral]) -> set[str]:
     """Variables a conjunction binds (positive atoms and binding equalities), treating an
     aggregate term as bound once the variables it is correlated with are."""
-    from gpu_engine.host.lang.dl_safety import bound_variables
-
     flat: list[SLiteral] = []
     for lit in body:
         if isinstance(lit, SCmp) and (_has_agg(lit.left) or _has_agg(lit.right)):

@@ -346,8 +346,7 @@ class Builder(Transformer):
         op = str(tok).lower()
         target = None
         if len(children) == 3:
-            name = children[1]
-            target = SVar(str(name), self._loc(name))
+            target = children[1]
         if op == "count" and target is not None:
             raise ProgramError("'count' takes no target expression", loc)
         if op != "count" and target is None:

@@ -81,7 +81,7 @@ class SAgg:
     formula (an atom or a braced disjunction).  Lowered by :mod:`host.lang.dl_aggregate`."""
 
     op: str
-    target: SVar | None
+    target: STerm | None
     body: SFormula
     loc: Location
 

@@ -288,3 +288,15 @@ def test_witnesses_refused() -> None:
     with pytest.raises(ProgramError, match="witnesses") as e:
         run(BASE + ".decl r(x:number, c:number)\nr(x, c) :- c = max y : q(x, y).\n")
     assert (e.value.loc.line, e.value.loc.column) == (11, 3)
+
+
+def test_false_and_true_bodies_and_nested_context() -> None:
+    r = run(BASE + ".decl r(k:number, c:number)\n"
+            "r(1, count : { false } + count : { true }).\n"
+            "r(2, c) :- c = count : { p(_), true }.\n"
+            ".decl s(x:number, c:number)\n"
+            # the nested sum's domain: x from p, not the filter that reads the result
+            "s(x, m) :- p(x), m = min y : { q(y, _), t = sum z : { q(y, z), z >= x }, "
+            "2 * t >= x }.\n")
+    assert rows(r, "r") == {(1, 1), (2, 3)}
+    assert rows(r, "s") == {(1, 1), (2, 1), (3, 1)}

@@ -178,9 +178,7 @@ class AggregateLowering:
             for lit in body:
                 for t in _literal_terms(lit):
                     outer |= {v.name for v in _vars_outside(t, agg)}
-            context = [lit for lit in new_body
-                       if not any(v.name.startswith("@r") for t in _literal_terms(lit)
-                                  for v in deep_vars(t))]
+            context = _context(new_body)
             keys, rel = self._define(agg, outer, context)
             res = names[id(agg)]
             hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
@@ -214,9 +212,10 @@ class AggregateLowering:
         from gpu_engine.host.lang.dl_lower import expand_body
 
         conj = expand_body(agg.body)
-        if len(conj) != 1:
-            raise ProgramError("a disjunction (or a false body) inside an aggregate is not "
-                               "supported", agg.loc)
+        if len(conj) > 1:
+            raise ProgramError("a disjunction inside an aggregate is not supported", agg.loc)
+        if not conj:  # a false body: no instances
+            return self._empty(agg)
         body = conj[0]
         keys: list[SVar] = []
         seen: set[str] = set()
@@ -275,6 +274,21 @@ class AggregateLowering:
             None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
         return keys, name
 
+    def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
+        """The hidden relation of an aggregate whose body is false (no rows)."""
+        if agg.op in ("sum", "min", "max") and agg.target is not None:
+            raise ProgramError(f"'{agg.op}' over a false body (its type is unknown) is not "
+                               "supported", agg.loc)
+        name = f"@agg{self.count}"
+        self.count += 1
+        result = "number" if agg.op == "count" else "float"
+        self.program.relations[name] = ir.Relation(name, (("value", result),), "set",
+                                                   agg.loc)  # type: ignore[arg-type]
+        self.program.aggregates[name] = ir.Aggregate(
+            name, agg.op, (), result, 0, agg.loc,  # type: ignore[arg-type]
+            None if agg.op == "count" else "float")
+        return [], name
+
     def _declare_typed(self, name: str, head_vars: list[SVar], alts: list[Clause],
                        agg: SAgg) -> tuple[list[str], list[ir.Rule]]:
         """Declare relation ``name`` over ``head_vars`` with the types the first clause
@@ -299,6 +313,22 @@ class AggregateLowering:
             if lowered is not None:
                 rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
         return vt, rules
+
+
+def _context(body: list[SLiteral]) -> list[SLiteral]:
+    """The literals of a clause that do not depend on an aggregate's result: positive
+    atoms without result variables, and other literals whose variables these bind."""
+    def reads_result(lit: SLiteral) -> bool:
+        return any(v.name.startswith("@r") for t in _literal_terms(lit) for v in deep_vars(t))
+
+    out = [lit for lit in body if not reads_result(lit)]
+    while True:
+        bound = bound_variables(out)
+        keep = [lit for lit in out if isinstance(lit, SAtom) or all(
+            v.name in bound for t in _literal_terms(lit) for v in deep_vars(t))]
+        if len(keep) == len(out):
+            return out
+        out = keep
 
 
 def bound_variables_deep(body: list[SLiteral]) -> set[str]:

@@ -300,3 +300,11 @@ def test_false_and_true_bodies_and_nested_context() -> None:
             "2 * t >= x }.\n")
     assert rows(r, "r") == {(1, 1), (2, 3)}
     assert rows(r, "s") == {(1, 1), (2, 1), (3, 1)}
+
+
+def test_explain_stops_at_aggregate_rows() -> None:
+    r = run(BASE + ".decl r(x:number, c:number)\nr(x, c) :- p(x), c = count : { q(x, _) }.\n")
+    proof = r.explain("r(1, 2)")
+    assert proof is not None and proof.height == 1
+    assert sorted(c.fact for c in proof.children) == ["@agg1(1, 2)", "p(1)"]
+    assert r.explain("r(3, 0)") is not None and r.explain("r(3, 1)") is None

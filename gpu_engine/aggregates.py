@@ -89,8 +89,7 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
         sort_cols.append(float_decode(be, val) if floaty else val)
     gid = K.rank_rows(be, key_cols) if k else xp.zeros(n, dtype=INDEX)
     sort_cols.append(gid)
-    order = xp.lexsort(xp.stack(sort_cols)) if len(sort_cols) > 1 else xp.argsort(
-        gid, kind="stable")
+    order = xp.lexsort(xp.stack(sort_cols)) if len(sort_cols) > 1 else xp.argsort(gid)
     g = gid[order]
     w = w[order]
     starts = xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), g[1:] != g[:-1]]))
@@ -105,7 +104,7 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     else:
         v = val[order]
         if floaty:
-            s = _segment_sum(xp, float_decode(be, v) * w, starts, ends)
+            s = _float_segment_sum(be, float_decode(be, v) * w, starts, len(g))
             value = float_encode(be, s / cnt if agg.op == "mean" else s)
         elif agg.op == "sum":
             value = wrap(be, _segment_sum(xp, v * w, starts, ends), agg.type)
@@ -115,7 +114,24 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     return RowSet.from_columns(be, (*out_keys, value.astype(INDEX)), k + 1)
 
 
+def _float_segment_sum(be: Any, v: Any, starts: Any, n: int) -> Any:
+    """Per-segment sums of float64 values, each accumulated within its own segment (a
+    global cumulative sum would lose the small groups' precision)."""
+    xp = be.xp
+    if not be.is_gpu:
+        return xp.add.reduceat(v, starts) if len(starts) else xp.zeros(0)
+    import cupyx  # type: ignore[import-not-found]
+
+    seg = xp.zeros(n, dtype=INDEX)
+    seg[starts[1:]] = 1
+    seg = xp.cumsum(seg)
+    out = xp.zeros(len(starts), dtype=xp.float64)
+    cupyx.scatter_add(out, seg, v)
+    return out
+
+
 def _segment_sum(xp: Any, v: Any, starts: Any, ends: Any) -> Any:
+    """Per-segment sums of integers (exact: a global cumulative sum in int64)."""
     c = xp.cumsum(v)
     zero = xp.zeros(1, dtype=c.dtype)
     c = xp.concatenate([zero, c])

@@ -308,3 +308,10 @@ def test_explain_stops_at_aggregate_rows() -> None:
     assert proof is not None and proof.height == 1
     assert sorted(c.fact for c in proof.children) == ["@agg1(1, 2)", "p(1)"]
     assert r.explain("r(3, 1)") is not None and r.explain("r(3, 0)") is None
+
+
+def test_queries_refuse_aggregates() -> None:
+    r = run(BASE)
+    with pytest.raises(ProgramError, match="queries") as e:
+        r.query("p(x), c = count : { q(x, _) }")
+    assert e.value.loc is not None and e.value.loc.column == 11

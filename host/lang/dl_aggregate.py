@@ -91,6 +91,37 @@ def _formula_vars(f: object) -> Iterator[SVar]:
         return
 
 
+def first_aggregate(f: object) -> SAgg | None:
+    """The first aggregate term of a formula (None: it has none)."""
+    from gpu_engine.host.lang.dl_syntax import SAnd, SNot, SOr
+
+    def in_term(t: STerm) -> SAgg | None:
+        if isinstance(t, SAgg):
+            return t
+        for a in (t.args if isinstance(t, SCall) else (t.arg,) if isinstance(t, SCast) else ()):
+            if (hit := in_term(a)) is not None:
+                return hit
+        return None
+
+    if isinstance(f, SAtom):
+        terms: list[STerm] = list(f.args)
+    elif isinstance(f, SCmp):
+        terms = [f.left, f.right]
+    elif isinstance(f, SNot):
+        return first_aggregate(f.inner)
+    elif isinstance(f, (SAnd, SOr)):
+        for item in f.items:
+            if (hit := first_aggregate(item)) is not None:
+                return hit
+        return None
+    else:
+        return None
+    for t in terms:
+        if (hit := in_term(t)) is not None:
+            return hit
+    return None
+
+
 def _literal_terms(lit: SLiteral) -> list[STerm]:
     if isinstance(lit, SCmp):
         return [lit.left, lit.right]

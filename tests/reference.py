@@ -4,6 +4,11 @@ Relations are Python sets of tuples. Strata are the strongly connected component
 predicate dependency graph in topological order; each stratum is evaluated by a naive fixpoint
 (every rule re-run on the whole database until nothing changes). Negation must be stratified.
 Numbers are 32-bit: arithmetic wraps, ``/`` and ``%`` truncate toward zero as in C.
+An aggregate literal (``Agg``) is evaluated per outer assignment by solving its body with the
+correlated variables (body variables that also occur elsewhere in the rule) fixed: count is
+the number of body solutions (one per matching row combination), sum wraps to 32 bits, an
+empty group gives 0 for count and no result otherwise; aggregated relations must lie in
+strictly lower strata, as for negation.
 
 It shares nothing with the engine under test; it is the judge in the property tests.
 """

@@ -94,7 +94,12 @@ def bf(u: Update, with_counters: bool, observe: Any = None) -> None:
     """B/F (``with_counters=False``) or B/F^c over all strata (lines 51-56).
     ``observe(stratum, checked, proved)``, if given, sees each stratum's C and P (per
     relation run sets) after DELETEUNPROVED (for tests)."""
+    from .aggregates import update_stratum
+
     for s in u.strata:
+        if s.aggregate is not None:
+            update_stratum(u, s)
+            continue
         if u.idle(s):
             continue
         st = _Stratum(u, s, with_counters)

@@ -223,6 +223,9 @@ class Engine:
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
+            if stratum.aggregate is not None:
+                stats.strata.append(self._evaluate_aggregate(stratum))
+                continue
             if not stratum.rules and not stratum.subsumptions:
                 continue
             stats.strata.append(self._evaluate_stratum(stratum))
@@ -230,7 +233,7 @@ class Engine:
             self._build_counters()
         self.counted_with = "auto" if self.module_plans else "off"
         stats.seconds = time.perf_counter() - t0
-        stats.facts = sum(len(r) for r in self.store.values())
+        stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()
         self.materialised = True
@@ -302,6 +305,26 @@ class Engine:
             if s.subsumptions:
                 subsumption.apply(self, s.subsumptions, [prev, delta])
         return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _evaluate_aggregate(self, s: Stratum) -> StratumStats:
+        """An aggregate's hidden relation (``gpu_engine.aggregates``); each of its facts
+        has exactly one non-recursive derivation."""
+        from .aggregates import evaluate
+
+        t0 = time.perf_counter()
+        agg = s.aggregate
+        assert agg is not None
+        st = StratumStats(index=s.index, relations=list(s.relations), recursive=False)
+        rows = evaluate(self.evaluator, agg, self.store.__getitem__)
+        name = agg.relation
+        self.store[name] = RunSet.of(rows)
+        if self.counting:
+            self._count_log.setdefault(name, []).append(
+                (rows, self.be.xp.ones(len(rows), dtype=INDEX), False))
+        st.iterations = 1
+        st.facts = st.derivations = len(rows)
+        st.seconds = time.perf_counter() - t0
+        return st
 
     def _small_plan(self, s: Stratum) -> SmallPlan | None:
         """The stratum's small-delta plan (None: array path only)."""

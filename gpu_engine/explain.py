@@ -135,6 +135,8 @@ class Explainer:
         while frontier:
             found: dict[str, list[tuple[Any, ...]]] = {}
             for name, facts in frontier.items():
+                if name in eng.program.aggregates:  # an aggregate's row: a leaf
+                    continue
                 derived = facts.select(~eng.explicit[name].has(facts)) if len(
                     eng.explicit[name]) else facts
                 if not len(derived):
@@ -190,7 +192,9 @@ class Explainer:
         inf = np.iinfo(np.int64).max // 4
         h = np.full(n, inf, dtype=np.int64)
         for name, rows in visited.items():
-            if len(eng.explicit[name]):
+            if name in eng.program.aggregates:  # aggregate rows are leaves, as explicit facts
+                h[offsets[name]:offsets[name] + len(rows)] = 0
+            elif len(eng.explicit[name]):
                 mask = eng.be.to_host(eng.explicit[name].has(rows))
                 h[offsets[name] + np.flatnonzero(mask)] = 0
         for rec in records:

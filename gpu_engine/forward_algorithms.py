@@ -15,6 +15,7 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 
 from .affected import VersionOf, affected, may_match, rederivable
+from .aggregates import update_stratum as update_aggregate
 from .ir import Atom, Negation, Rule
 from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
@@ -139,6 +140,9 @@ def counting(u: Update) -> None:
     Only affected rule instances are considered."""
     st = u.state
     for s in u.strata:
+        if s.aggregate is not None:
+            update_aggregate(u, s)
+            continue
         if s.recursive:
             raise ValueError("the Counting algorithm handles non-recursive programs only; "
                              f"stratum {s.index} ({', '.join(s.relations)}) is recursive")
@@ -182,6 +186,9 @@ def counting(u: Update) -> None:
 def dred(u: Update) -> None:
     """DRed: overdelete, rederive one step by evaluating rules backwards, insert."""
     for s in u.strata:
+        if s.aggregate is not None:
+            update_aggregate(u, s)
+            continue
         if u.idle(s):
             continue
         _dred_overdelete(u, s)
@@ -238,6 +245,9 @@ def dred_c(u: Update) -> None:
     """DRed^c: counters replace backward rule evaluation."""
     st = u.state
     for s in u.strata:
+        if s.aggregate is not None:
+            update_aggregate(u, s)
+            continue
         if u.idle(s):
             continue
         if s.index in u.modules:  # a stratum with TC/STC modules: paper 002 Algorithm 3

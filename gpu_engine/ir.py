@@ -16,6 +16,10 @@ Conventions
   positive atom binds that variable (Soufflé's binding equality).
 * Constant symbols are kept as Python ``str``; the engine encodes them through its
   :class:`SymbolTable`.
+* Aggregates (``count``, ``sum``, ``min``, ``max``, ``mean``) are lowered by the parser to
+  a hidden relation ``@agg<k>`` (name starting with ``@``) defined by an
+  :class:`Aggregate` in ``Program.aggregates``; the rule that used the aggregate reads
+  the hidden relation as an ordinary atom (see :class:`Aggregate`).
 """
 
 from __future__ import annotations
@@ -129,6 +133,47 @@ class Rule:
         return f"{_fmt_atom(self.head)} :- {', '.join(_fmt_lit(b) for b in self.body)}."
 
 
+@dataclass(frozen=True)
+class Aggregate:
+    """The definition of a hidden aggregate relation ``relation(k1..kK, value)``.
+
+    ``rules`` are the aggregate's body as rules (alternatives whose instances are
+    disjoint, several only when a nested ``count`` needed a zero case) with the head
+    ``relation.in(k1..kK, t)`` (``relation.in(k1..kK)`` for ``count``): ``k1..kK`` are the
+    variables of the body that also occur outside it (correlated: the group key), ``t``
+    the aggregated variable.  For each group key for which the body has instances the
+    relation holds one row whose last column is ``op`` over the body's instances (each an
+    assignment of all the body's variables, anonymous ones included):
+
+    * ``count``: the number of instances (``number``);
+    * ``sum``: the sum of ``t`` over the instances, of ``t``'s type (``number`` and
+      ``unsigned`` wrap to 32 bits; ``float`` is summed in double precision and rounded);
+    * ``min`` / ``max``: the least / greatest ``t`` (numeric types only);
+    * ``mean``: the sum divided by the count, as ``float``.
+
+    Groups without instances have no row.  The rule that used the aggregate reads the
+    relation positively; for ``count`` the parser adds a second rule where the group is
+    absent (``!relation(k.., _)``) and the count is 0.  The relation is evaluated in a
+    stratum of its own, after every relation the body reads (recursion through an
+    aggregate is a :class:`ProgramError`).
+    """
+
+    relation: str
+    op: str  # count sum min max mean
+    rules: tuple[Rule, ...]
+    type: ColumnType  # the result type
+    keys: int  # the number of group-key columns
+    loc: Location = field(default_factory=Location, compare=False)
+    arg_type: ColumnType | None = None  # the aggregated variable's type (None: count)
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """Relations the body reads (positively or negatively)."""
+        return frozenset(lit.relation if isinstance(lit, Atom) else lit.atom.relation
+                         for r in self.rules for lit in r.body
+                         if isinstance(lit, (Atom, Negation)))
+
+
 # --- relations and programs ------------------------------------------------------------
 
 
@@ -164,6 +209,7 @@ class Program:
     # subsumptive rules A(x..) <= A(y..) :- body, as A(x.., y..) :- A(x..), A(y..), body
     # (see gpu_engine.subsumption)
     subsumptions: list[Rule] = field(default_factory=list)
+    aggregates: dict[str, Aggregate] = field(default_factory=dict)  # hidden relation -> def
 
 
 class SymbolTable(Protocol):

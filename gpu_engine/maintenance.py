@@ -107,7 +107,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         engine.state = saved
         raise
     engine._device_changed()
-    stats.facts = sum(len(r) for r in engine.store.values())
+    # hidden relations (aggregates, their key domains) are not counted
+    stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0
     return stats
 
@@ -163,7 +164,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
     finally:
         engine.evaluator.compact = None
     stats.rederived = sum(len(s.A_old) for s in state.rel.values())  # |D ∩ A|
-    derived = {r.head.relation for r in engine.rules}
+    derived = {r.head.relation for r in engine.rules} | set(engine.program.aggregates)
     store, counters = state.commit({n: e for n, e in new_e.items() if n not in derived})
     engine.explicit = new_e
     engine.store = store

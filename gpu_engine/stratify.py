@@ -2,7 +2,9 @@
 
 Each component is a stratum, evaluated in topological order (lower strata first).  A
 component is recursive when a rule of it reads a relation of the same component.
-Negation inside a component is negation through recursion and is rejected.
+Negation inside a component is negation through recursion and is rejected.  The hidden
+relation of an aggregate (``Program.aggregates``) is a stratum of its own, after every
+relation its body reads; an aggregate inside a recursive component is rejected.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from .ir import Atom, Location, Negation, Program, ProgramError, Rule, Var
+from .ir import Aggregate, Atom, Location, Negation, Program, ProgramError, Rule, Var
 
 
 @dataclass
@@ -21,6 +23,7 @@ class Stratum:
     recursive_rules: list[Rule] = field(default_factory=list)
     nonrecursive_rules: list[Rule] = field(default_factory=list)
     subsumptions: list[Rule] = field(default_factory=list)  # for relations of the stratum
+    aggregate: Aggregate | None = None  # an aggregate's hidden relation (no rules)
 
     @property
     def recursive(self) -> bool:
@@ -29,6 +32,8 @@ class Stratum:
     @functools.cached_property
     def reads(self) -> frozenset[str]:
         """Relations read (positively or negatively) by the stratum's rules."""
+        if self.aggregate is not None:
+            return self.aggregate.reads
         return frozenset(lit.relation if isinstance(lit, Atom) else lit.atom.relation
                          for rule in self.rules for lit in rule.body
                          if isinstance(lit, (Atom, Negation)))
@@ -65,9 +70,19 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
                 deps[r.head.relation].add(lit.relation)
             elif isinstance(lit, Negation):
                 deps[r.head.relation].add(lit.atom.relation)
+    for name, agg in program.aggregates.items():
+        deps[name] |= agg.reads
     comps = _tarjan(names, deps)  # reverse topological order of the condensation = deps first
     comp_of = {n: i for i, c in enumerate(comps) for n in c}
     strata = [Stratum(i, sorted(c, key=names.index)) for i, c in enumerate(comps)]
+    for name, agg in program.aggregates.items():
+        s = strata[comp_of[name]]
+        if len(s.relations) > 1 or name in agg.reads:
+            others = ", ".join(r for r in s.relations if not r.startswith("@")) or name
+            raise ProgramError(
+                f"recursion through an aggregate ('{agg.op}'): it is in a recursive component "
+                f"with {others}; the program is not stratifiable", agg.loc)
+        s.aggregate = agg
     for r in rules:
         s = strata[comp_of[r.head.relation]]
         s.rules.append(r)

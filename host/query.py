@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from gpu_engine.host.lang.dl_aggregate import first_aggregate
 from gpu_engine.host.lang.dl_lower import expand_body
 from gpu_engine.host.lang.dl_safety import check_safety
 from gpu_engine.host.lang.dl_syntax import (
@@ -114,6 +115,9 @@ def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
     stmt = stmts[0]
     body = stmt.body
     assert body is not None
+    if (agg := first_aggregate(body)) is not None:
+        raise ProgramError("aggregates are not supported in queries (declare a relation "
+                           "with the aggregate in the program)", agg.loc)
     for atom in _surface_atoms(body):
         if atom.relation == head:
             raise ProgramError(f"undeclared relation '{atom.relation}'", atom.loc)

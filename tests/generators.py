@@ -96,7 +96,18 @@ class Bind:
     flipped: bool = False  # render as ``expr = var``
 
 
-Literal: TypeAlias = Atom | Neg | Cmp | Bind
+@dataclass(frozen=True)
+class Agg:
+    """``result = op target : { body }`` (no target for ``count``): the aggregate over the
+    body's instances, grouped by the body's variables that also occur outside it."""
+
+    result: Var
+    op: str  # count sum min max
+    target: Var | None
+    body: tuple[Literal, ...]
+
+
+Literal: TypeAlias = Atom | Neg | Cmp | Bind | Agg
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,10 @@ def render_literal(lit: Literal) -> str:
         return "!" + render_atom(lit.atom)
     if isinstance(lit, Cmp):
         return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
+    if isinstance(lit, Agg):
+        target = f" {lit.target.name}" if lit.target is not None else ""
+        inner = ", ".join(render_literal(x) for x in lit.body)
+        return f"{lit.result.name} = {lit.op}{target} : {{ {inner} }}"
     if lit.flipped:
         return f"{render_term(lit.expr)} = {lit.var.name}"
     return f"{lit.var.name} = {render_term(lit.expr)}"
@@ -768,3 +783,70 @@ def updates(
                 insert[name].append(draw(st.sampled_from(delete[name])))
         formats[name] = draw(st.sampled_from(FACT_FORMATS))
     return Update(insert, delete, formats)
+
+
+# --------------------------------------------------------------------------- aggregates
+
+AGG_NAMES = ("g0", "g1", "g2")
+
+
+@st.composite
+def aggregate_programs(draw: Draw) -> Program:
+    """A generated program plus 1-3 relations defined with aggregates over its relations
+    (count/sum/min/max over a number column; correlated through a shared atom argument, a
+    comparison with an outer variable, or not at all; optionally a negated atom inside);
+    a last relation may read an aggregate relation."""
+    base = draw(programs(max_relations=4, max_rules=5))
+    numeric = [(r, i) for r in base.relations for i, t in enumerate(r.types) if t == NUMBER]
+    if not numeric:
+        return base
+    relations = list(base.relations)
+    rules = list(base.rules)
+    for name in AGG_NAMES[: draw(st.integers(1, 3))]:
+        inner_rel, j = draw(st.sampled_from(numeric))
+        op = draw(st.sampled_from(["count", "sum", "min", "max"]))
+        y = Var("y")
+        inner_args: list[Term] = [Wild() for _ in inner_rel.types]
+        inner_args[j] = y
+        mode = draw(st.sampled_from(["none", "atom", "cmp"]))
+        body: list[Literal] = []
+        head_args: list[Term] = []
+        types: list[str] = []
+        extra: list[Literal] = []
+        if mode != "none":
+            outer_rel, k = draw(st.sampled_from(numeric))
+            x = Var("x")
+            outer_args: list[Term] = [Wild() for _ in outer_rel.types]
+            outer_args[k] = x
+            body.append(Atom(outer_rel.name, tuple(outer_args)))
+            head_args.append(x)
+            types.append(NUMBER)
+            if mode == "atom":
+                others = [i for i, t in enumerate(inner_rel.types) if t == NUMBER and i != j]
+                if others:
+                    inner_args[draw(st.sampled_from(others))] = x
+                else:
+                    extra.append(Cmp(draw(st.sampled_from(["<", "="])), y, x))
+            else:
+                extra.append(Cmp(draw(st.sampled_from(["<", "<=", "!="])), y, x))
+        inner: list[Literal] = [Atom(inner_rel.name, tuple(inner_args)), *extra]
+        negatable = [r for r in base.relations if r.arity == 1 and r.types[0] == NUMBER]
+        if negatable and draw(st.integers(0, 3)) == 0:
+            inner.append(Neg(Atom(draw(st.sampled_from(negatable)).name, (y,))))
+        c = Var("c")
+        body.append(Agg(c, op, None if op == "count" else y, tuple(inner)))
+        head_args.append(c)
+        types.append(NUMBER)
+        rel = Relation(name, tuple(types))
+        relations.append(rel)
+        rules.append(Rule(Atom(name, tuple(head_args)), tuple(body)))
+    if draw(st.booleans()):
+        src = relations[-1]
+        c = Var("c")
+        args: list[Term] = [Wild() for _ in src.types]
+        args[-1] = c
+        relations.append(Relation("g9", (NUMBER,)))
+        rules.append(Rule(Atom("g9", (c,)), (Atom(src.name, tuple(args)),
+                                             Cmp(">", c, Const(draw(st.integers(-2, 3)))))))
+    return Program(tuple(relations), tuple(rules), base.facts, base.inline_facts,
+                   base.fact_formats, base.symbol_subtype)

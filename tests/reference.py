@@ -4,6 +4,11 @@ Relations are Python sets of tuples. Strata are the strongly connected component
 predicate dependency graph in topological order; each stratum is evaluated by a naive fixpoint
 (every rule re-run on the whole database until nothing changes). Negation must be stratified.
 Numbers are 32-bit: arithmetic wraps, ``/`` and ``%`` truncate toward zero as in C.
+An aggregate literal (``Agg``) is evaluated per outer assignment by solving its body with the
+correlated variables (body variables that also occur elsewhere in the rule) fixed: count is
+the number of body solutions (one per matching row combination), sum wraps to 32 bits, an
+empty group gives 0 for count and no result otherwise; aggregated relations must lie in
+strictly lower strata, as for negation.
 
 It shares nothing with the engine under test; it is the judge in the property tests.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from generators import (
+    Agg,
     Atom,
     Bind,
     BinOp,
@@ -139,8 +145,45 @@ def _binding(lit: Literal, bound: set[str]) -> tuple[str, Term] | None:
     return None
 
 
-def _ready(lit: Literal, bound: set[str]) -> bool:
+def literal_vars(lit: Literal) -> set[str]:
+    """Variables of a literal (of an aggregate: its result, target and body)."""
+    if isinstance(lit, Atom):
+        return set().union(*(term_vars(a) for a in lit.args))
+    if isinstance(lit, Neg):
+        return literal_vars(lit.atom)
+    if isinstance(lit, Bind):
+        return {lit.var.name} | term_vars(lit.expr)
+    if isinstance(lit, Agg):
+        inner = set().union(*(literal_vars(x) for x in lit.body))
+        return {lit.result.name} | inner
+    return term_vars(lit.left) | term_vars(lit.right)
+
+
+def _correlated(agg: Agg, outside: set[str]) -> set[str]:
+    """The aggregate body's variables that also occur outside it (its group key)."""
+    return set().union(*(literal_vars(x) for x in agg.body)) & outside
+
+
+def _aggregate(agg: Agg, env: Env, keys: set[str], db: dict[str, set[Row]],
+               limit: int | None) -> Value | None:
+    """Soufflé's aggregate over the body's instances for the outer assignment ``env``
+    (None: an empty group of sum/min/max, which gives no result)."""
+    inner, _ = solve(agg.body, db, limit, init={k: env[k] for k in keys})
+    if agg.op == "count":
+        return len(inner)
+    if not inner:
+        return None
+    assert agg.target is not None
+    vals = [e[agg.target.name] for e in inner]
+    if agg.op == "sum":
+        return wrap32(sum(vals))  # type: ignore[arg-type]
+    return min(vals) if agg.op == "min" else max(vals)  # type: ignore[type-var]
+
+
+def _ready(lit: Literal, bound: set[str], keys: set[str] | None = None) -> bool:
     """Whether a non-atom literal can be evaluated with the variables bound so far."""
+    if isinstance(lit, Agg):
+        return keys is not None and keys <= bound
     if isinstance(lit, Neg):
         return all(term_vars(a) <= bound for a in lit.atom.args)
     if isinstance(lit, Bind):
@@ -179,7 +222,8 @@ def _match(
 
 
 def solve(
-    body: tuple[Literal, ...], db: dict[str, set[Row]], limit: int | None = None
+    body: tuple[Literal, ...], db: dict[str, set[Row]], limit: int | None = None,
+    init: Env | None = None, head_vars: set[str] | None = None,
 ) -> tuple[list[Env], set[str]]:
     """All variable assignments satisfying a conjunction, and the set of bound variables
     (more than ``limit`` partial assignments raise LimitExceeded).
@@ -189,10 +233,19 @@ def solve(
     unsafe rule is reported whatever the data.
     """
     pending = list(body)
-    bound: set[str] = set()
-    envs: list[Env] = [{}]
+    bound: set[str] = set(init or {})
+    envs: list[Env] = [dict(init or {})]
+    keys: dict[int, set[str]] = {}
+    for i, lit in enumerate(body):
+        if isinstance(lit, Agg):
+            outside = set(head_vars or ()) | bound
+            for j, other in enumerate(body):
+                if j != i:
+                    outside |= literal_vars(other)
+            keys[id(lit)] = _correlated(lit, outside)
     while pending:
-        lit = next((x for x in pending if not isinstance(x, Atom) and _ready(x, bound)), None)
+        lit = next((x for x in pending
+                    if not isinstance(x, Atom) and _ready(x, bound, keys.get(id(x)))), None)
         if lit is None:
             lit = next(
                 (
@@ -209,6 +262,14 @@ def solve(
         if isinstance(lit, Atom):
             envs = _match(lit, db[lit.rel], envs, bound, limit)
             bound |= set().union(*(term_vars(a) for a in lit.args))
+        elif isinstance(lit, Agg):
+            out: list[Env] = []
+            for e in envs:
+                v = _aggregate(lit, e, keys[id(lit)], db, limit)
+                if v is not None and e.setdefault(lit.result.name, v) == v:
+                    out.append(e)
+            envs = out
+            bound.add(lit.result.name)
         elif isinstance(lit, Neg):
             args = lit.atom.args
             keyed = [i for i, a in enumerate(args) if not isinstance(a, Wild)]
@@ -230,8 +291,9 @@ def solve(
 def fire(rule: Rule, db: dict[str, set[Row]], limit: int | None = None) -> set[Row]:
     """All head tuples a rule derives from ``db``."""
     out: set[Row] = set()
+    head_vars = set().union(*(term_vars(a) for a in rule.head.args))
     for body in rule.conjunctions():
-        envs, bound = solve(body, db, limit)
+        envs, bound = solve(body, db, limit, head_vars=head_vars)
         for arg in rule.head.args:
             if isinstance(arg, Wild) or not term_vars(arg) <= bound:
                 raise UnsafeRule(f"head argument {arg} is not grounded in {rule}")
@@ -248,6 +310,8 @@ def _atoms(lit: Literal) -> list[tuple[Atom, bool]]:
         return [(lit, False)]
     if isinstance(lit, Neg):
         return [(lit.atom, True)]
+    if isinstance(lit, Agg):  # stratified like negation
+        return [(a, True) for x in lit.body for a, _ in _atoms(x)]
     return []
 
 

@@ -15,6 +15,7 @@ from gpu_engine.host.lang.dl_syntax import (
     Named,
     NoteStmt,
     RuleStmt,
+    SAgg,
     SAnd,
     SAtom,
     SBool,
@@ -351,6 +352,15 @@ class Builder(Transformer):
     def aggregator(self, children: list[Token]) -> Token:
         return children[0]
 
-    def aggregate(self, children: list[Any]) -> None:
+    def aggregate(self, children: list[Any]) -> SAgg:
         tok = children[0]
-        raise ProgramError(f"aggregates ('{tok}') are not supported", self._loc(tok))
+        loc = self._loc(tok)
+        op = str(tok).lower()
+        target = None
+        if len(children) == 3:
+            target = children[1]
+        if op == "count" and target is not None:
+            raise ProgramError("'count' takes no target expression", loc)
+        if op != "count" and target is None:
+            raise ProgramError(f"'{op}' needs a target variable ({op} x : ...)", loc)
+        return SAgg(op, target, children[-1], loc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from itertools import product
 
+from gpu_engine.host.lang.dl_aggregate import AggregateLowering
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
@@ -91,6 +92,7 @@ class Lowering:
         self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
         self.magic: list[tuple[str, Location]] = []
         self.demand_only: frozenset[str] = frozenset()
+        self.aggregates = AggregateLowering(self.program, self.types)
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -128,6 +130,10 @@ class Lowering:
                 if p not in self.program.relations:
                     raise ProgramError(f"magic-transform names an undeclared relation '{p}'", loc)
             names |= parts
+        if self.program.aggregates:  # not combined with aggregates: evaluate in full
+            self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program has "
+                              "aggregates)")
+            return
         keep = {d.relation for d in self.directives}
         result = magic_transform(self.program, keep, names)
         self.program = result.program
@@ -248,20 +254,21 @@ class Lowering:
             return
         if not bodies:
             self.notes.append(f"{stmt.loc}: the rule can never fire (its body is false)")
-        for head in stmt.heads:
-            for body in bodies:
-                try:
-                    lowered = ClauseTyper(head, body, self.program.relations, self.types).lower()
-                except RecursionError:
-                    raise ProgramError("expression nested too deeply", head.loc) from None
-                if lowered is None:
-                    self.notes.append(
-                        f"{stmt.loc}: the rule can never fire (a comparison is false)"
-                    )
-                    continue
-                h, b = lowered
-                if not b and all(isinstance(a, Const) for a in h.args):
-                    row = tuple(a.value for a in h.args)  # type: ignore[union-attr]
-                    self.program.facts.setdefault(h.relation, []).append(row)
-                else:
-                    self.program.rules.append(ir.Rule(h, tuple(b), head.loc))
+        clauses = [c for written in stmt.heads for body in bodies
+                   for c in self.aggregates.expand(written, body)]
+        for head, body in clauses:
+            try:
+                lowered = ClauseTyper(head, body, self.program.relations, self.types).lower()
+            except RecursionError:
+                raise ProgramError("expression nested too deeply", head.loc) from None
+            if lowered is None:
+                self.notes.append(
+                    f"{stmt.loc}: the rule can never fire (a comparison is false)"
+                )
+                continue
+            h, b = lowered
+            if not b and all(isinstance(a, Const) for a in h.args):
+                row = tuple(a.value for a in h.args)  # type: ignore[union-attr]
+                self.program.facts.setdefault(h.relation, []).append(row)
+            else:
+                self.program.rules.append(ir.Rule(h, tuple(b), head.loc))

@@ -75,7 +75,18 @@ class SCast:
     type_loc: Location
 
 
-STerm = SVar | SWild | SNum | SStr | SCall | SCast
+@dataclass(frozen=True)
+class SAgg:
+    """An aggregate ``op target : { body }`` (``target`` None for ``count``); ``body`` is a
+    formula (an atom or a braced disjunction).  Lowered by :mod:`host.lang.dl_aggregate`."""
+
+    op: str
+    target: STerm | None
+    body: SFormula
+    loc: Location
+
+
+STerm = SVar | SWild | SNum | SStr | SCall | SCast | SAgg
 
 # --- body formulas ---------------------------------------------------------------------
 

@@ -188,6 +188,10 @@ class SparkRunner:
         bad += ["subsumption"] if program.subsumptions else []
         if bad:
             raise ProgramError(f"the Spark backend does not support {', '.join(bad)}")
+        if program.aggregates:
+            agg = next(iter(program.aggregates.values()))
+            raise ProgramError(f"aggregates ('{agg.op}') are not supported by the Spark "
+                               "backend", agg.loc)
         self.strata: list[Stratum] = stratify(program)
         self.compiled = {id(r): CompiledRule(r, program.relations)
                          for s in self.strata for r in s.rules}

@@ -1,0 +1,389 @@
+"""Lowering of aggregates (``count``, ``sum``, ``min``, ``max``, ``mean``) to hidden relations.
+
+An aggregate term ``op t : { body }`` in a clause is replaced by a fresh variable ``@rK``
+plus the atom ``@aggK(k1..kn, @rK)`` over a hidden relation defined by an
+:class:`gpu_engine.ir.Aggregate`: the group key ``k1..kn`` is the variables of the body
+that also occur in the rest of the clause (correlated); the body's other variables are
+local to it.  ``count`` also yields 0 for a group without instances: the clause gets a
+second alternative with ``!@aggK(k1..kn, _), @rK = 0``.  Nested aggregates are lowered
+inside the body first (the inner definition's rules may then be several alternatives).
+
+Readings of Soufflé's semantics (checked against its test suite where it has cases):
+
+* an aggregate ranges over the instances of its body (every variable assigned,
+  anonymous ones included), so ``sum y : { a(y, _) }`` adds ``y`` once per ``a`` fact;
+* ``sum``/``min``/``max``/``mean`` of an empty group give no row (the rule does not
+  fire for that group), ``count`` gives 0;
+* ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
+  symbols for aggregates is not the text order, and we do not guess);
+* a body variable is correlated (part of the group key) when the enclosing clause grounds
+  it without this aggregate; a body variable that occurs outside only where the aggregate
+  itself grounds it (``Y = min Z+Y : { a(_, Z), a(_, Y) }``) is local to the body, as
+  Soufflé's ``aggregates`` test expects;
+* when a correlated variable is not bound inside the body (``count : { p(y), y < x }``)
+  the body ranges over the enclosing clause's bindings of it: a hidden relation
+  ``@aggK.dom`` holds them (the clause's literals that do not read an aggregate's result);
+* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gpu_engine.host.lang.dl_safety import bound_variables
+from gpu_engine.host.lang.dl_syntax import (
+    SAgg,
+    SAtom,
+    SCall,
+    SCast,
+    SCmp,
+    SLiteral,
+    SNegAtom,
+    SNum,
+    STerm,
+    SVar,
+    SWild,
+)
+
+from gpu_engine import ir
+from gpu_engine.ir import ProgramError
+
+if TYPE_CHECKING:
+    from gpu_engine.host.lang.dl_types import TypeEnv
+
+Clause = tuple[SAtom, list[SLiteral]]
+
+
+def deep_vars(t: STerm) -> Iterator[SVar]:
+    """Named variables of a term, including those inside aggregate bodies."""
+    if isinstance(t, SVar):
+        yield t
+    elif isinstance(t, SCall):
+        for a in t.args:
+            yield from deep_vars(a)
+    elif isinstance(t, SCast):
+        yield from deep_vars(t.arg)
+    elif isinstance(t, SAgg):
+        if t.target is not None:
+            yield from deep_vars(t.target)
+        yield from _formula_vars(t.body)
+
+
+def _formula_vars(f: object) -> Iterator[SVar]:
+    from gpu_engine.host.lang.dl_syntax import SAnd, SBool, SNot, SOr
+
+    if isinstance(f, SAtom):
+        for a in f.args:
+            yield from deep_vars(a)
+    elif isinstance(f, SCmp):
+        yield from deep_vars(f.left)
+        yield from deep_vars(f.right)
+    elif isinstance(f, SNot):
+        yield from _formula_vars(f.inner)
+    elif isinstance(f, (SAnd, SOr)):
+        for item in f.items:
+            yield from _formula_vars(item)
+    elif isinstance(f, SNegAtom):
+        yield from _formula_vars(f.atom)
+    elif isinstance(f, SBool):
+        return
+
+
+def first_aggregate(f: object) -> SAgg | None:
+    """The first aggregate term of a formula (None: it has none)."""
+    from gpu_engine.host.lang.dl_syntax import SAnd, SNot, SOr
+
+    def in_term(t: STerm) -> SAgg | None:
+        if isinstance(t, SAgg):
+            return t
+        for a in (t.args if isinstance(t, SCall) else (t.arg,) if isinstance(t, SCast) else ()):
+            if (hit := in_term(a)) is not None:
+                return hit
+        return None
+
+    if isinstance(f, SAtom):
+        terms: list[STerm] = list(f.args)
+    elif isinstance(f, SCmp):
+        terms = [f.left, f.right]
+    elif isinstance(f, SNot):
+        return first_aggregate(f.inner)
+    elif isinstance(f, (SAnd, SOr)):
+        for item in f.items:
+            if (hit := first_aggregate(item)) is not None:
+                return hit
+        return None
+    else:
+        return None
+    for t in terms:
+        if (hit := in_term(t)) is not None:
+            return hit
+    return None
+
+
+def _literal_terms(lit: SLiteral) -> list[STerm]:
+    if isinstance(lit, SCmp):
+        return [lit.left, lit.right]
+    atom = lit.atom if isinstance(lit, SNegAtom) else lit
+    return list(atom.args)
+
+
+def _has_agg(t: STerm) -> bool:
+    if isinstance(t, SAgg):
+        return True
+    if isinstance(t, SCall):
+        return any(_has_agg(a) for a in t.args)
+    if isinstance(t, SCast):
+        return _has_agg(t.arg)
+    return False
+
+
+def clause_has_aggregate(head: SAtom, body: list[SLiteral]) -> bool:
+    return any(_has_agg(t) for t in head.args) or any(
+        _has_agg(t) for lit in body for t in _literal_terms(lit))
+
+
+class AggregateLowering:
+    """Replaces the aggregates of clauses by hidden relations (one per aggregate)."""
+
+    def __init__(self, program: ir.Program, types: TypeEnv) -> None:
+        self.program = program
+        self.types = types
+        self.count = 0
+
+    # ---- clauses ----------------------------------------------------------------------
+
+    def expand(self, head: SAtom, body: list[SLiteral]) -> list[Clause]:
+        """Alternatives of the clause with every aggregate replaced (none: unchanged)."""
+        found: list[SAgg] = []
+
+        def collect(t: STerm) -> None:
+            if isinstance(t, SAgg):
+                found.append(t)
+            elif isinstance(t, SCall):
+                for a in t.args:
+                    collect(a)
+            elif isinstance(t, SCast):
+                collect(t.arg)
+
+        for t in head.args:
+            collect(t)
+        for lit in body:
+            for t in _literal_terms(lit):
+                collect(t)
+        if not found:
+            return [(head, body)]
+        names: dict[int, SVar] = {}
+        for agg in found:
+            self.count += 1
+            names[id(agg)] = SVar(f"@r{self.count}", agg.loc)
+
+        def subst(t: STerm) -> STerm:
+            if isinstance(t, SAgg):
+                return names[id(t)]
+            if isinstance(t, SCall):
+                return replace(t, args=tuple(subst(a) for a in t.args))
+            if isinstance(t, SCast):
+                return replace(t, arg=subst(t.arg))
+            return t
+
+        new_head = replace(head, args=tuple(subst(t) for t in head.args))
+        new_body: list[SLiteral] = []
+        for lit in body:
+            if isinstance(lit, SCmp):
+                new_body.append(replace(lit, left=subst(lit.left), right=subst(lit.right)))
+            elif isinstance(lit, SNegAtom):
+                a = lit.atom
+                new_body.append(replace(lit, atom=replace(a, args=tuple(subst(t)
+                                                                     for t in a.args))))
+            else:
+                new_body.append(replace(lit, args=tuple(subst(t) for t in lit.args)))
+        alternatives: list[list[SLiteral]] = [new_body]
+        for agg in found:
+            # variables of the clause outside this aggregate
+            outer: set[str] = set()
+            for t in head.args:
+                if t is not agg:
+                    outer |= {v.name for v in _vars_outside(t, agg)}
+            for lit in body:
+                for t in _literal_terms(lit):
+                    outer |= {v.name for v in _vars_outside(t, agg)}
+            context = _context(new_body)
+            keys, rel = self._define(agg, outer, context)
+            res = names[id(agg)]
+            hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
+            nxt: list[list[SLiteral]] = []
+            for alt in alternatives:
+                nxt.append([*alt, hidden])
+                if agg.op == "count":
+                    absent = SAtom(rel, tuple(keys) + (SWild(agg.loc),), agg.loc)
+                    zero = SCmp("=", res, SNum(0, "int", "0", agg.loc), agg.loc, agg.loc)
+                    nxt.append([*alt, SNegAtom(absent, agg.loc), zero])
+            alternatives = nxt
+        inside = {v.name: v for agg in found for v in deep_vars(agg)}
+        for alt in alternatives:  # Soufflé's witnesses: a body variable used ungrounded
+            bound = bound_variables(alt)
+            outside = [v for t in new_head.args for v in deep_vars(t)] + [
+                v for lit in alt for t in _literal_terms(lit) for v in deep_vars(t)]
+            for v in outside:
+                if v.name not in bound and v.name in inside:
+                    raise ProgramError(
+                        f"variable '{v.name}' is grounded only inside an aggregate: witnesses "
+                        "of min/max (a body variable used outside) are not supported", v.loc)
+        return [(new_head, alt) for alt in alternatives]
+
+    # ---- one aggregate ----------------------------------------------------------------
+
+    def _define(self, agg: SAgg, outer: set[str],
+                context: list[SLiteral]) -> tuple[list[SVar], str]:
+        """Declare and define the hidden relation of ``agg``; its key variables.
+        ``context`` holds the enclosing clause's literals that do not read an aggregate's
+        result: they define the domain of keys the body does not bind itself."""
+        from gpu_engine.host.lang.dl_lower import expand_body
+
+        conj = expand_body(agg.body)
+        if len(conj) > 1:
+            raise ProgramError("a disjunction inside an aggregate is not supported", agg.loc)
+        if not conj:  # a false body: no instances
+            return self._empty(agg)
+        body = conj[0]
+        keys: list[SVar] = []
+        seen: set[str] = set()
+        # correlated: grounded outside the aggregate (a body variable that occurs outside
+        # only where the aggregate grounds it, e.g. its own result, is local to the body)
+        bound_ctx = bound_variables_deep(context)
+        for lit in body:
+            for t in _literal_terms(lit):
+                for v in deep_vars(t):
+                    if v.name in outer and v.name in bound_ctx and v.name not in seen:
+                        seen.add(v.name)
+                        keys.append(v)
+        inner_vars = {v.name for lit in body for t in _literal_terms(lit) for v in deep_vars(t)}
+        target: SVar | None = None
+        if isinstance(agg.target, SVar):
+            target = agg.target
+            if target.name not in inner_vars:
+                raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does "
+                                   "not occur in the aggregate's body", target.loc)
+        elif agg.target is not None:  # an expression: bound to a fresh variable inside
+            target = SVar(f"@t{self.count}", agg.target.loc)
+            body = [*body, SCmp("=", target, agg.target, agg.loc, agg.loc)]
+        name = f"@agg{self.count}"
+        self.count += 1
+        if any(k.name not in bound_variables_deep(body) for k in keys):
+            # keys bound only outside: their domain is the context's bindings of them
+            dom = name + ".dom"
+            dom_head = SAtom(dom, tuple(keys), agg.loc)
+            _types, rules = self._declare_typed(dom, keys, [(dom_head, list(context))], agg)
+            self.program.rules.extend(rules)
+            body = [SAtom(dom, tuple(keys), agg.loc), *body]
+        head_vars = keys + ([target] if target is not None else [])
+        inner_name = name + ".in"
+        inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
+        rels = self.program.relations
+        rels[inner_name] = ir.Relation(inner_name, tuple((v.name, "number")
+                                                         for v in head_vars), "set", agg.loc)
+        try:
+            alts = self.expand(inner_head, body)  # nested aggregates first
+            vt, rules = self._declare_typed(inner_name, head_vars, alts, agg)
+        finally:
+            rels.pop(inner_name, None)
+        if agg.op == "count":
+            result = "number"
+        else:
+            t = vt[-1]
+            if t == "symbol":
+                raise ProgramError(f"'{agg.op}' over symbols is not supported", agg.loc)
+            result = "float" if agg.op == "mean" else t
+        key_types = vt[:len(keys)]
+        rels[name] = ir.Relation(
+            name, tuple((f"k{i}", t) for i, t in enumerate(key_types)) + (("value", result),),
+            "set", agg.loc)  # type: ignore[arg-type]
+        self.program.aggregates[name] = ir.Aggregate(
+            name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
+            None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
+        return keys, name
+
+    def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
+        """The hidden relation of an aggregate whose body is false (no rows)."""
+        if agg.op in ("sum", "min", "max") and agg.target is not None:
+            raise ProgramError(f"'{agg.op}' over a false body (its type is unknown) is not "
+                               "supported", agg.loc)
+        name = f"@agg{self.count}"
+        self.count += 1
+        result = "number" if agg.op == "count" else "float"
+        self.program.relations[name] = ir.Relation(name, (("value", result),), "set",
+                                                   agg.loc)  # type: ignore[arg-type]
+        self.program.aggregates[name] = ir.Aggregate(
+            name, agg.op, (), result, 0, agg.loc,  # type: ignore[arg-type]
+            None if agg.op == "count" else "float")
+        return [], name
+
+    def _declare_typed(self, name: str, head_vars: list[SVar], alts: list[Clause],
+                       agg: SAgg) -> tuple[list[str], list[ir.Rule]]:
+        """Declare relation ``name`` over ``head_vars`` with the types the first clause
+        infers for them, and lower the clauses (their heads are over ``name``)."""
+        from gpu_engine.host.lang.dl_typecheck import ClauseTyper
+
+        rels = self.program.relations
+        rels[name] = ir.Relation(name, tuple((v.name, "number") for v in head_vars), "set",
+                                 agg.loc)
+        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
+        for lit in alts[0][1]:
+            a = lit.atom if isinstance(lit, SNegAtom) else lit
+            if isinstance(a, SAtom):
+                typer._check_atom(a)
+        typer._infer_variable_types()
+        vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
+        rels[name] = ir.Relation(name, tuple((v.name, t) for v, t in zip(head_vars, vt)),
+                                 "set", agg.loc)  # type: ignore[misc]
+        rules: list[ir.Rule] = []
+        for h, b in alts:
+            lowered = ClauseTyper(h, b, rels, self.types).lower()
+            if lowered is not None:
+                rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
+        return vt, rules
+
+
+def _context(body: list[SLiteral]) -> list[SLiteral]:
+    """The literals of a clause that do not depend on an aggregate's result: positive
+    atoms without result variables, and other literals whose variables these bind."""
+    def reads_result(lit: SLiteral) -> bool:
+        return any(v.name.startswith("@r") for t in _literal_terms(lit) for v in deep_vars(t))
+
+    out = [lit for lit in body if not reads_result(lit)]
+    while True:
+        bound = bound_variables(out)
+        keep = [lit for lit in out if isinstance(lit, SAtom) or all(
+            v.name in bound for t in _literal_terms(lit) for v in deep_vars(t))]
+        if len(keep) == len(out):
+            return out
+        out = keep
+
+
+def bound_variables_deep(body: list[SLiteral]) -> set[str]:
+    """Variables a conjunction binds (positive atoms and binding equalities), treating an
+    aggregate term as bound once the variables it is correlated with are."""
+    flat: list[SLiteral] = []
+    for lit in body:
+        if isinstance(lit, SCmp) and (_has_agg(lit.left) or _has_agg(lit.right)):
+            continue
+        if isinstance(lit, SAtom) and any(_has_agg(t) for t in lit.args):
+            lit = replace(lit, args=tuple(SWild(lit.loc) if _has_agg(t) else t
+                                          for t in lit.args))
+        flat.append(lit)
+    return bound_variables(flat)
+
+
+def _vars_outside(t: STerm, agg: SAgg) -> Iterator[SVar]:
+    """Variables of ``t`` except those inside the aggregate ``agg`` itself."""
+    if t is agg:
+        return
+    if isinstance(t, SCall):
+        for a in t.args:
+            yield from _vars_outside(a, agg)
+    elif isinstance(t, SCast):
+        yield from _vars_outside(t.arg, agg)
+    else:
+        yield from deep_vars(t)

@@ -121,3 +121,19 @@ def spark():
     session = local_session("local[2]", app="gpu-engine-tests", shuffle_partitions=4)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path | None, str]:
+    """This project's wheel, built once per run (``pip wheel`` in build isolation, which
+    needs the package index): ``(path, "")``, or ``(None, why not)``."""
+    import subprocess
+
+    root = TESTS_DIR.parent
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
+                            str(out), str(root)], capture_output=True, text=True, timeout=600)
+    found = sorted(out.glob("gpu_engine-*.whl"))
+    if built.returncode or not found:
+        return None, "could not build the wheel (no package index?): " + built.stderr[-500:]
+    return found[0], ""

@@ -33,13 +33,15 @@ def _offline(proc: subprocess.CompletedProcess[str]) -> bool:
 
 
 @pytest.mark.slow
-def test_wheel_installs_beside_the_other_kernels_and_runs_the_demo(tmp_path: Path) -> None:
-    wheels, site = tmp_path / "wheels", tmp_path / "site"
-    built = _pip("wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO))
-    if built.returncode and _offline(built):
-        pytest.skip("no package index to build the wheel in isolation")
-    assert built.returncode == 0, built.stderr[-3000:]
-    ours = next(wheels.glob("gpu_engine-*.whl"))
+def test_wheel_installs_beside_the_other_kernels_and_runs_the_demo(
+        tmp_path: Path, project_wheel: tuple[Path | None, str]) -> None:
+    site = tmp_path / "site"
+    ours, why = project_wheel
+    if ours is None:
+        offline = any(w in why.lower() for w in ("could not find a version", "no matching",
+                                                 "connection", "network", "temporary failure"))
+        assert offline, why
+        pytest.skip(why)
     got = _pip("install", "-q", "--no-deps", "--target", str(site), str(ours), OTHER)
     if got.returncode and _offline(got):
         pytest.skip(f"no package index to fetch {OTHER}")

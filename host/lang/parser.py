@@ -20,6 +20,7 @@ import gc
 import sys
 import threading
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from gpu_engine.host.lang.dl_builder import Builder
@@ -34,7 +35,9 @@ from gpu_engine.ir import Location, ProgramError
 
 __all__ = ["Directive", "ParsedProgram", "parse_file", "parse_program", "parse_statements"]
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
+# package data read through importlib.resources: also inside a zip (the package as the
+# Spark backend ships it to executors)
+_GRAMMAR = resources.files(__package__ or "gpu_engine.host.lang").joinpath("grammar.lark")
 _LOCK = threading.Lock()
 _RECURSION_LIMIT = 20_000
 
@@ -50,7 +53,7 @@ _TERMINAL_NAMES = {
 def _parser() -> tuple[Lark, Builder]:
     builder = Builder()
     lark = Lark(
-        _GRAMMAR.read_text(),
+        _GRAMMAR.read_text(encoding="utf-8"),
         parser="lalr",
         lexer=DatalogLexer,
         maybe_placeholders=True,

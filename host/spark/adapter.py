@@ -71,11 +71,17 @@ def session_of(df: Any) -> Any:
 def local_session(master: str = "local[2]", *, app: str = "gpu-engine",
                   shuffle_partitions: int = 4, conf: dict[str, str] | None = None) -> Any:
     """A SparkSession for one machine or a cluster ``master``: UI off, loopback binding
-    for ``local`` masters, Python workers running this interpreter, Arrow batches large
-    enough that createDataFrame does not cut a table into 10,000-row partitions."""
+    for ``local`` masters, Python workers running this interpreter unless
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` in ``conf`` names another (on a
+    cluster whose nodes lack this interpreter's path, name theirs), Arrow batches large
+    enough that createDataFrame does not cut a table into 10,000-row partitions, and this
+    package shipped to the executors (:mod:`host.spark.ship`)."""
     require_pyspark()
     from pyspark.sql import SparkSession
 
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:  # a context started from Python reads the variable, not the setting
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     b = (SparkSession.builder.master(master).appName(app)
@@ -93,7 +99,14 @@ def local_session(master: str = "local[2]", *, app: str = "gpu-engine",
     spark = b.getOrCreate()
     if not is_connect(spark):
         spark.sparkContext.setLogLevel("ERROR")
+    _ship(spark)
     return spark
+
+
+def _ship(spark: Any) -> None:
+    from .ship import ensure_shipped
+
+    ensure_shipped(spark)
 
 
 def session(master: str = "local[*]", *, conf: dict[str, str] | None = None) -> Any:
@@ -106,8 +119,27 @@ def session(master: str = "local[*]", *, conf: dict[str, str] | None = None) -> 
         b = SparkSession.builder.remote(master)
         for k, v in (conf or {}).items():
             b = b.config(k, v)
-        return b.getOrCreate()
+        spark = b.getOrCreate()
+        _ship(spark)
+        return spark
     return local_session(master, conf=conf)
+
+
+def shipping_key(spark: Any) -> Any:
+    """What a shipped file belongs to: the SparkContext of a classic session, the session
+    id (a string) of a Connect session."""
+    if is_connect(spark):
+        return str(spark.session_id)
+    return spark.sparkContext
+
+
+def add_py_file(spark: Any, path: Any) -> None:
+    """Put a ``.zip``/``.py`` file on the executors' Python path for ``spark``'s jobs:
+    ``SparkContext.addPyFile`` (classic) or ``addArtifacts(pyfile=True)`` (Connect)."""
+    if is_connect(spark):
+        spark.addArtifacts(str(path), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(str(path))
 
 
 def cancel_jobs(spark: Any) -> None:
@@ -241,7 +273,7 @@ def row_count(df: Any) -> int:
 
 
 __all__ = ["SparkUnavailable", "require_pyspark", "is_connect", "is_dataframe", "local_session",
-           "session", "cancel_jobs",
+           "session", "shipping_key", "add_py_file", "cancel_jobs",
            "parallelism", "partitions_for", "to_arrow", "from_arrow", "spark_type_of",
            "spark_schema", "arrow_schema_of", "map_in_arrow", "local_checkpoint", "broadcast", "foreach_batch",
            "row_count", "session_of"]

@@ -101,6 +101,7 @@ from .backend_local import (
     to_ipc,
 )
 from .backend_rules import CompiledRule, Source, col_names
+from .ship import ensure_shipped
 
 BROADCAST_ROWS = 200_000  # inputs at most this large (tracked rows) are broadcast
 REPLICATE_ROWS = 5_000_000  # decomposed path: lower-stratum rows shipped to every task
@@ -176,6 +177,7 @@ class SparkRunner:
             raise ValueError("checkpoint_every and compact_every must be at least 1")
         self.program = program
         self.spark = spark
+        ensure_shipped(spark)  # the decomposed path runs this package on the executors
         self.decompose = decompose
         self.local_finish_rows = local_finish_rows
         self.checkpoint_every = checkpoint_every

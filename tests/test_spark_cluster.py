@@ -201,3 +201,60 @@ def test_backend_on_a_cluster_without_the_package(cluster: str, tmp_path: Path) 
     assert res["same"] == {"p": True, "d": True, "far": True}
     assert res["sizes"]["p"] > 0 and res["sizes"]["d"] > 0
     assert "decomposed" in res["paths"]
+
+
+CONNECT = r"""
+import json
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from gpu_engine import Reasoner
+from gpu_engine.host.spark import adapter as sa
+
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+PROGRAM = '''
+.decl e(a:symbol, b:symbol)
+.decl p(a:symbol, b:symbol)
+p(x, y) :- e(x, y).
+p(x, z) :- p(x, y), e(y, z).
+'''
+e = pa.table({"a": [f"v{i}" for i in range(20)], "b": [f"v{(i + 1) % 20}" for i in range(20)]})
+local = Reasoner(PROGRAM, device="cpu")
+remote = Reasoner(PROGRAM, backend="spark", spark=spark, device="cpu", local_finish_rows=0)
+local.add_facts("e", e)
+remote.add_facts("e", e)
+local.materialise()
+remote.materialise()
+rows = lambda t: sorted(map(repr, zip(*(c.to_pylist() for c in t.columns))))
+
+
+def probe(batches):
+    import gpu_engine
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pydict({"where": [gpu_engine.__file__]})
+
+
+where = sa.to_arrow(sa.map_in_arrow(spark.range(0, 2, 1, 1), probe, "where string"))
+print(json.dumps({"same": rows(local.relation("p")) == rows(remote.relation("p")),
+                  "paths": [s["path"] for s in remote.runner.stats["strata"]],
+                  "where": where.column(0).to_pylist()}))
+spark.stop()
+"""
+
+
+def test_backend_on_spark_connect_ships_the_package_as_an_artifact(tmp_path: Path) -> None:
+    """A Spark Connect session gets the zip through ``addArtifacts(pyfile=True)``: its
+    Python workers import the shipped code (a local Connect server, in a subprocess)."""
+    why = spark_missing()
+    if why:
+        pytest.skip(why)
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-c", CONNECT], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=DRIVER_SECONDS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["same"] and "decomposed" in res["paths"]
+    assert all(re.search(r"gpu_engine-[^/]+\.zip/gpu_engine/__init__\.py$", w)
+               for w in res["where"]), res["where"]

@@ -156,7 +156,7 @@ def test_read_only_install_runs_the_cli_without_a_writable_home(
                   "print(gpu_engine.__file__); print(c.CACHE); import numba.core.config as f; "
                   "print(f.CACHE_DIR)"], user, env, work)
     assert where.returncode == 0, where.stderr[-3000:]
-    at, cached, cache_dir = where.stdout.split()
+    at, cached, cache_dir = (where.stdout.splitlines() + ["", "", ""])[:3]
     assert Path(at).is_relative_to(Path(str(inst["site"])))
     # nothing writable beside the kernels nor in the home: a temporary folder caches them
     assert cached == "True" and cache_dir.startswith("/tmp/gpu-engine-numba-"), where.stdout

@@ -83,3 +83,16 @@ def test_shipping_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ship.ensure_shipped(object()) is None
     monkeypatch.setenv(ship.ENV_SWITCH, "1")
     assert ship.enabled()
+
+
+def test_a_session_that_refuses_the_file_gets_a_warning() -> None:
+    """A classic session without context access (shared clusters) is warned about, not
+    failed: its executors need the package installed."""
+
+    class NoContext:
+        @property
+        def sparkContext(self) -> None:  # noqa: N802 - PySpark's name
+            raise RuntimeError("no SparkContext here")
+
+    with pytest.warns(RuntimeWarning, match="could not ship gpu_engine"):
+        assert ship.ensure_shipped(NoContext()) is None

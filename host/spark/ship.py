@@ -144,12 +144,11 @@ def ensure_shipped(spark: Any) -> Path | None:
         warnings.warn(f"could not build the gpu_engine zip for the Spark executors ({exc}); "
                       "they need the package installed", RuntimeWarning, stacklevel=2)
         return None
-    key = sa.shipping_key(spark)
     with _lock:
-        done = (key in _shipped_sessions) if isinstance(key, str) else (key in _shipped_contexts)
-        if done:
-            return path
         try:
+            key = sa.shipping_key(spark)
+            if key in (_shipped_sessions if isinstance(key, str) else _shipped_contexts):
+                return path
             sa.add_py_file(spark, path)
         except Exception as exc:  # noqa: BLE001 - any refusal: warn, executors may have it
             warnings.warn(f"could not ship gpu_engine to the Spark executors ({exc}); "

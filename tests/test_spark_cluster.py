@@ -244,12 +244,15 @@ spark.stop()
 
 def test_backend_on_spark_connect_ships_the_package_as_an_artifact(tmp_path: Path) -> None:
     """A Spark Connect session gets the zip through ``addArtifacts(pyfile=True)``: its
-    Python workers import the shipped code (a local Connect server, in a subprocess)."""
+    Python workers (a Python without the package) import the shipped code (a local Connect
+    server, in a subprocess)."""
     why = spark_missing()
     if why:
         pytest.skip(why)
     pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable,
+    # workers without the package, nor Numba (its kernels would compile for a minute)
+    workers = python_without_package(tmp_path / "worker-venv", ("numpy", "pyarrow"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": str(workers),
            "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run([sys.executable, "-c", CONNECT], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=DRIVER_SECONDS)

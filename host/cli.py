@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from gpu_engine.ir import ProgramError
+from gpu_engine.ir import Location, ProgramError
 
 from .io import read_facts, write_text_atomic
 
@@ -58,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")
+    run.add_argument("--force", action="store_true",
+                     help="with --store: replace an existing store (refused without it)")
     exp = sub.add_parser("export", help="write the .output relations of a store")
     exp.add_argument("store", metavar="STORE_DIR")
     exp.add_argument("-D", "--output", default=".",
@@ -99,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "stats_json", None):  # before any output is written
+            _check_writable(Path(args.stats_json), "--stats-json")
         if args.command == "run":
             return _run(args)
         if args.command == "export":
@@ -114,16 +119,43 @@ def main(argv: list[str] | None = None) -> int:
     except ProgramError as exc:
         print(f"{exc}" if exc.loc else f"gpu-engine: error: {exc}", file=sys.stderr)
         return 1
+    except MemoryError as exc:
+        print(f"gpu-engine: error: {out_of_memory_message(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gpu-engine: interrupted (no output or store was changed by the unfinished "
+              "step)", file=sys.stderr)
+        return 130
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"gpu-engine: error: {exc}", file=sys.stderr)
         return 1
     return 2
 
 
+def out_of_memory_message(exc: BaseException) -> str:
+    """One line for a ``MemoryError``: where (the engine adds the stratum and rule, see
+    :class:`gpu_engine.engine.OutOfMemory`) and the size NumPy could not allocate."""
+    text = str(exc).strip() or "no detail"
+    return f"out of memory: {text}"
+
+
+def _check_writable(path: Path, what: str) -> None:
+    """Refuse a file path that cannot be written, before anything is written."""
+    if path.is_dir():
+        raise OSError(f"{what} {path}: is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OSError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise OSError(f"{what} {path}: not writable")
+
+
 def _run(args: argparse.Namespace) -> int:
     from .reasoner import Reasoner
 
     t0 = time.perf_counter()
+    if args.store and not args.force:
+        _refuse_existing_store(Path(args.store))
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
     kwargs: dict[str, Any] = {}
     if args.backend == "spark":
@@ -160,38 +192,59 @@ def _run(args: argparse.Namespace) -> int:
     if args.stats_json:
         d = stats.to_dict()
         d.update(load_seconds=r.load_seconds, total_seconds=total, program=args.program)
-        Path(args.stats_json).write_text(json.dumps(d, indent=2))
+        write_text_atomic(Path(args.stats_json), json.dumps(d, indent=2))
     return 0
 
 
-Outputs = tuple[list[tuple[str, str, "str | pa.Table"]], list[tuple[str, int]]]
+def _refuse_existing_store(d: Path) -> None:
+    """``run --store`` over an existing store (or any non-empty directory) needs
+    ``--force``: it would replace what is there."""
+    from .store import StoreError, current_version
+
+    if d.exists() and not d.is_dir():
+        raise StoreError(f"--store {d}: exists and is not a directory")
+    if d.is_dir() and any(p.name != "LOCK" for p in d.iterdir()):
+        what = "a store" if current_version(d) is not None else "a non-empty directory"
+        raise StoreError(f"--store {d}: {what} already exists there; use --force to "
+                         "replace it, or 'update' to change it")
+
+
+Outputs = tuple[list[tuple[str, str, Any, "str | None"]], list[tuple[str, int]]]
 
 
 def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outputs:
-    """The ``.output`` relations as (relation, destination, text or Arrow table for
-    ``IO=parquet``), and the ``.printsize`` sizes; ``output == "-"`` sends every relation
-    to stdout as text."""
-    from .io import portable_table
+    """The ``.output`` relations as (relation, destination, data, header line): data is
+    the file's bytes (text, gzip with ``compress=true``), text for stdout, or an Arrow
+    table (a Spark DataFrame on the Spark backend) for ``IO=parquet``; and the
+    ``.printsize`` sizes.  ``output == "-"`` sends every relation to stdout as text."""
+    from .io import encode_output, header_line, portable_table
+    from .io_params import io_options
 
-    outputs: list[tuple[str, str, str | pa.Table]] = []
+    outputs: list[tuple[str, str, Any, str | None]] = []
     for d in r.parsed.directives:
         if d.kind == "output":
             io = d.params.get("IO", default_io)
             if io not in ("file", "stdout", "parquet"):
                 raise ProgramError(f"unsupported IO={io!r} for .output {d.relation} "
                                    "(file, stdout or parquet)", d.loc)
+            opts = io_options(d)
             if io == "parquet" and output != "-":
                 fname = d.params.get("filename", f"{d.relation}.parquet")
                 if r.device == "spark":  # written by Spark itself, not via the driver
-                    outputs.append((d.relation, fname, r.to_spark(d.relation)))
+                    outputs.append((d.relation, fname, r.to_spark(d.relation), None))
                     continue
                 outputs.append((d.relation, fname, portable_table(
-                    r.relation(d.relation), r.program.relations[d.relation].arity)))
+                    r.relation(d.relation), r.program.relations[d.relation].arity), None))
                 continue
-            delim = d.params.get("delimiter", "\t").encode().decode("unicode_escape")
             fname = d.params.get("filename", f"{d.relation}.csv")
             dest = "-" if (io == "stdout" or output == "-") else fname
-            outputs.append((d.relation, dest, r.render(d.relation, delim)))
+            text = r.render(d.relation, opts.delimiter, options=opts)
+            header = header_line(r.program.relations[d.relation], opts)
+            if dest == "-":
+                outputs.append((d.relation, dest, text, header))
+            else:
+                full = text if header is None else f"{header}\n{text}"
+                outputs.append((d.relation, dest, encode_output(full, opts), None))
     wanted = [d.relation for d in r.parsed.directives if d.kind == "printsize"]
     known = r.relation_sizes() if wanted else {}
     sizes = [(name, known[name]) for name in wanted]
@@ -199,25 +252,56 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
 
 
 def _write_outputs(rendered: Outputs, output: str) -> None:
-    """Write what :func:`_render_outputs` rendered (files atomically) and print sizes."""
-    from .parquet_io import write_parquet_dataset
+    """Write what :func:`_render_outputs` rendered and print sizes.
+
+    Every file and Parquet directory is first written beside its destination; only when
+    all were written are they renamed into place, so an error (or Ctrl-C) while writing
+    leaves the old outputs and no temporary file.  Spark DataFrames (the Spark backend)
+    are written last, by Spark's own commit protocol."""
+    import shutil
+
+    from .io import stage_file
+    from .parquet_io import commit_parquet_dataset, stage_parquet_dataset
 
     outputs, sizes = rendered
     out_dir = Path(output)
-    if output != "-" and any(dest != "-" for _, dest, _ in outputs):
+    if output != "-" and any(dest != "-" for _, dest, _, _ in outputs):
         out_dir.mkdir(parents=True, exist_ok=True)
-    for rel, dest, data in outputs:
+    staged: list[tuple[Path, Path, bool]] = []  # (temporary, destination, is a directory)
+    spark_frames: list[tuple[Path, Any]] = []
+    try:
+        for _rel, dest, data, _ in outputs:
+            if dest == "-":
+                continue
+            path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
+            if path.is_dir() and not isinstance(data, pa.Table):
+                raise OSError(f"cannot write output {path}: it is a directory")
+            if isinstance(data, pa.Table):
+                staged.append((stage_parquet_dataset(data, path), path, True))
+            elif isinstance(data, bytes):
+                staged.append((stage_file(path, data), path, False))
+            else:
+                spark_frames.append((path, data))
+        while staged:  # all written: rename into place
+            tmp, path, is_dir = staged[0]
+            if is_dir:
+                commit_parquet_dataset(tmp, path)
+            else:
+                os.replace(tmp, path)
+            staged.pop(0)
+    finally:
+        for tmp, _, is_dir in staged:
+            if is_dir:
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
+    for rel, dest, data, header in outputs:
         if dest == "-":
-            sys.stdout.write(f"---------------\n{rel}\n===============\n{data}"
+            head = "" if header is None else f"{header}\n"
+            sys.stdout.write(f"---------------\n{rel}\n{head}===============\n{data}"
                              "===============\n")
-            continue
-        path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
-        if isinstance(data, pa.Table):
-            write_parquet_dataset(data, path)
-        elif isinstance(data, str):
-            write_text_atomic(path, data)
-        else:  # a Spark DataFrame (the Spark backend): Spark's own commit protocol
-            data.write.mode("overwrite").parquet(str(path))
+    for path, frame in spark_frames:  # a Spark DataFrame: Spark's own commit protocol
+        frame.write.mode("overwrite").parquet(str(path))
     for rel, n in sizes:
         print(f"{rel}\t{n}")
 
@@ -279,7 +363,7 @@ def _update(args: argparse.Namespace) -> int:
     if args.stats_json:
         d = stats.to_dict()
         d.update(total_seconds=total, store=args.store)
-        Path(args.stats_json).write_text(json.dumps(d, indent=2))
+        write_text_atomic(Path(args.stats_json), json.dumps(d, indent=2))
     return 0
 
 
@@ -290,42 +374,47 @@ def _read_update_facts(r: Reasoner, facts_dir: str, default_io: str = "file"
     ``.input`` relations use their directive's IO, filename and delimiter (an absolute
     filename is looked up by its base name in ``facts_dir``); every other relation reads
     ``<rel>.facts`` (tab-separated) or, with ``default_io == "parquet"``,
-    ``<rel>.parquet``.  A missing file means no facts.
+    ``<rel>.parquet``.  A missing file means no facts; a file no relation reads is an
+    error (nothing is committed).
     """
+    from .io import FactsError
+    from .io_params import IOOptions, io_options
     from .parquet_io import read_parquet_facts
 
     d = Path(facts_dir)
     if not d.is_dir():
         raise FileNotFoundError(f"{facts_dir}: no such fact directory")
     default_ext = ".parquet" if default_io == "parquet" else ".facts"
-    sources: dict[str, list[tuple[str, str | None]]] = {}  # file, delimiter (None: parquet)
+    sources: dict[str, list[tuple[str, IOOptions | None]]] = {}  # file, options (None: parquet)
     for dr in r.parsed.directives:
         if dr.kind == "input":
             io = dr.params.get("IO", default_io)
             ext = ".parquet" if io == "parquet" else ".facts"
             fname = Path(dr.params.get("filename", f"{dr.relation}{ext}")).name
-            delim = None if io == "parquet" else dr.params.get("delimiter", "\t")
-            if delim is not None and "\\" in delim:
-                delim = delim.encode().decode("unicode_escape")
-            sources.setdefault(dr.relation, []).append((fname, delim))
+            sources.setdefault(dr.relation, []).append(
+                (fname, None if io == "parquet" else io_options(dr)))
     for name in r.program.relations:
         sources.setdefault(name, [(f"{name}{default_ext}",
-                                   None if default_io == "parquet" else "\t")])
+                                   None if default_io == "parquet" else IOOptions())])
     read = {f for files in sources.values() for f, _ in files}
-    for p in sorted([*d.glob("*.facts"), *d.glob("*.parquet")]):
-        if p.name not in read:
-            print(f"note: ignoring {p} (no relation reads it)", file=sys.stderr)
+    unread = [p for p in sorted(d.iterdir()) if p.name not in read
+              and not p.name.startswith(".") and (p.is_file() or p.suffix == ".parquet")]
+    if unread:  # a misnamed file would otherwise commit an update that changes nothing
+        raise FactsError(f"no relation reads {unread[0].name} (update files are named "
+                         f"<relation>{default_ext} or after an .input directive's filename; "
+                         f"relations: {', '.join(sorted(r.program.relations))})",
+                         Location(str(unread[0]), 0, 0))
     facts: dict[str, tuple[tuple[np.ndarray, ...], int]] = {}
     for name, files in sources.items():
         rel = r.program.relations[name]
         parts: list[tuple[tuple[np.ndarray, ...], int]] = []
-        for f, delim in files:
+        for f, opts in files:
             if not (d / f).exists():
                 continue
-            if delim is None:
+            if opts is None:
                 parts.append(read_parquet_facts(d / f, rel, r.symbols))
             else:
-                cols = read_facts(d / f, rel, r.symbols, delim)
+                cols = read_facts(d / f, rel, r.symbols, options=opts)
                 parts.append((tuple(cols), len(cols[0]) if cols else 0))
         if not parts:
             continue

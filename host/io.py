@@ -7,8 +7,13 @@ only on that error path).
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import os
 import re
+import stat
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from gpu_engine.ir import Location, ProgramError, Relation
 from gpu_engine.values import floats_from_host, floats_to_host
 
 from .dictionary import SymbolTable
+from .io_params import IOOptions
 
 _INT_RE = {"number": r"^\s*[-+]?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
            "unsigned": r"^\s*\+?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
@@ -130,100 +136,261 @@ def _fmt_float(v: np.float32) -> str:
 
 
 def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
-               delimiter: str = "\t") -> list[np.ndarray]:
-    """Read a Soufflé ``.facts`` file for ``rel``; returns stored int64 columns."""
-    path = Path(path)
-    if not path.exists():
-        raise FactsError(f"cannot open fact file {path} for relation {rel.name}",
-                         Location(str(path), 0, 0))
+               delimiter: str = "\t", options: IOOptions | None = None) -> list[np.ndarray]:
+    """Read a Soufflé ``.facts`` file for ``rel``; returns stored int64 columns.
+
+    ``options`` (a directive's :class:`IOOptions`) override ``delimiter``.  Pipes,
+    ``/dev/stdin``, ``/proc`` files and gzip-compressed files are read as streams; a
+    nullary relation holds when its file has any content (a blank line is its tuple)."""
+    opts = options if options is not None else IOOptions(delimiter)
+    src = _FactSource(Path(path), rel)
+    data = src.data
     if rel.arity == 0:
-        # Soufflé reads one (empty) tuple per line, blank lines included
-        lines = path.read_text().splitlines()
-        return [np.zeros(len(lines[:1]), dtype=np.int64)]  # one marker column: holds or not
-    if path.stat().st_size == 0:
+        # one marker column: holds or not
+        body = data if data is not None else b"x" if src.size else b""
+        if opts.headers and body:
+            body = body.split(b"\n", 1)[1] if b"\n" in body else b""
+        return [np.zeros(1 if body else 0, dtype=np.int64)]
+    if data is not None and not data.strip(b"\r\n"):
+        return [np.zeros(0, dtype=np.int64) for _ in range(rel.arity)]
+    if data is None and src.size == 0:
         return [np.zeros(0, dtype=np.int64) for _ in range(rel.arity)]
     names = [f"c{i}" for i in range(rel.arity)]
-    try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False,
-                                             escape_char=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                                 strings_can_be_null=False),
-        )
-    except pa.ArrowInvalid as exc:
-        raise _locate_shape_error(path, rel, delimiter, str(exc)) from None
+    if len(opts.delimiter) == 1 and opts.delimiter not in "\r\n":
+        try:
+            table = pacsv.read_csv(
+                src.arrow_source(),
+                read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24,
+                                               skip_rows=1 if opts.headers else 0),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=opts.delimiter, quote_char='"' if opts.rfc4180 else False,
+                    double_quote=opts.rfc4180, escape_char=False,
+                    newlines_in_values=opts.rfc4180, ignore_empty_lines=True),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+                    quoted_strings_can_be_null=False),
+            )
+        except pa.ArrowInvalid as exc:
+            raise _locate_shape_error(src, opts, str(exc)) from None
+        raw_cols = [table.column(i).combine_chunks() for i in range(rel.arity)]
+    else:
+        raw_cols = _split_lines(src, opts)
     cols = []
     for i, (_, typ) in enumerate(rel.attributes):
-        raw = table.column(i).combine_chunks()
+        raw = raw_cols[i]
         if typ == "symbol":
             cols.append(symbols.encode_many(raw))
             continue
         ok = pc.match_substring_regex(raw, _INT_RE[typ])
         if not pc.all(ok).as_py():
             bad = int(np.flatnonzero(~ok.to_numpy(zero_copy_only=False))[0])
-            raise _locate_value_error(path, rel, delimiter, bad, i, typ)
-        if typ == "float":
-            cols.append(floats_from_host(pc.cast(pc.utf8_trim_whitespace(raw),
-                                                 pa.float64()).to_numpy()))
-            continue
-        text = pc.utf8_trim_whitespace(raw)
-        if pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
-            vals = np.array([int(t, 0) for t in text.to_pylist()], dtype=np.int64)
-        else:
-            vals = pc.cast(text, pa.int64()).to_numpy()
+            raise _locate_value_error(src, opts, bad, i, typ)
+        text = pc.replace_substring_regex(pc.utf8_trim_whitespace(raw), r"^\+", "")
+        try:
+            if typ == "float":
+                cols.append(floats_from_host(pc.cast(text, pa.float64()).to_numpy()))
+                continue
+            if pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
+                vals = np.array([int(t, 0) for t in text.to_pylist()], dtype=np.int64)
+            else:
+                vals = pc.cast(text, pa.int64()).to_numpy()
+        except (pa.ArrowInvalid, ValueError, OverflowError):
+            bad = _first_unconvertible(text, typ)
+            raise _locate_value_error(src, opts, bad, i, typ) from None
         lo, hi = _RANGES[typ]
         outside = (vals < lo) | (vals > hi)
         if outside.any():
-            raise _locate_value_error(path, rel, delimiter, int(np.flatnonzero(outside)[0]),
+            raise _locate_value_error(src, opts, int(np.flatnonzero(outside)[0]),
                                       i, typ, "out of range")
         cols.append(vals)
     return cols
 
 
-def _data_lines(path: Path) -> list[tuple[int, str]]:
-    return [(k + 1, ln) for k, ln in enumerate(path.read_text(errors="replace").splitlines())
-            if ln != ""]
+def _first_unconvertible(text: pa.Array, typ: str) -> int:
+    """The row of the first value a cast rejected (error path only)."""
+    for k, t in enumerate(text.to_pylist()):
+        try:
+            float(t) if typ == "float" else int(t, 0)
+        except (ValueError, OverflowError):
+            return k
+    return 0
 
 
-def _locate_value_error(path: Path, rel: Relation, delim: str, row: int, col: int, typ: str,
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _FactSource:
+    """A fact file: a regular file Arrow reads by path, or the bytes of a stream (pipe,
+    ``/dev/stdin``, a ``/proc`` file, anything whose size is not known) or of a gzip file
+    (decompressed), read once."""
+
+    def __init__(self, path: Path, rel: Relation) -> None:
+        self.path = path
+        try:
+            st = path.stat()
+        except OSError:
+            raise FactsError(f"cannot open fact file {path} for relation {rel.name}",
+                             Location(str(path), 0, 0)) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise FactsError(f"fact file {path} for relation {rel.name} is a directory",
+                             Location(str(path), 0, 0))
+        self.rel = rel
+        self.size = st.st_size
+        self.data: bytes | None = None
+        try:
+            if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+                self.data = _maybe_gunzip(path, path.read_bytes())
+            else:
+                with open(path, "rb") as f:
+                    if f.read(2) == _GZIP_MAGIC:
+                        self.data = _maybe_gunzip(path, _GZIP_MAGIC + f.read())
+        except OSError as exc:
+            raise FactsError(f"cannot read fact file {path} for relation {rel.name}: "
+                             f"{exc.strerror or exc}", Location(str(path), 0, 0)) from None
+
+    def arrow_source(self) -> Any:
+        return str(self.path) if self.data is None else pa.BufferReader(self.data)
+
+    def raw(self) -> bytes:
+        return self.data if self.data is not None else self.path.read_bytes()
+
+    def text(self) -> str:
+        """The whole text, or :class:`FactsError` at the first byte that is not UTF-8."""
+        raw = self.raw()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+            raise FactsError(f"invalid UTF-8 byte 0x{raw[exc.start]:02x} in facts for "
+                             f"{self.rel.name}", Location(str(self.path), line, col)) from None
+
+
+def _maybe_gunzip(path: Path, data: bytes) -> bytes:
+    if not data.startswith(_GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise FactsError(f"corrupt gzip data: {exc}", Location(str(path), 0, 0)) from None
+
+
+def _rows(src: _FactSource, opts: IOOptions) -> list[tuple[int, list[str], list[int]]]:
+    """(line number, fields, 1-based start column of each field) of every data row, the
+    way the reader sees them (error paths only)."""
+    text = src.text()
+    out: list[tuple[int, list[str], list[int]]] = []
+    if opts.rfc4180:
+        reader = csv.reader(io.StringIO(text), delimiter=opts.delimiter, quotechar='"',
+                            doublequote=True, strict=True)
+        first = True
+        try:
+            start = 1
+            for fields in reader:
+                if not (first and opts.headers) and fields:
+                    out.append((start, fields, [1] * len(fields)))
+                first = False
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise FactsError(f"malformed quoted CSV for {src.rel.name}: {exc}",
+                             Location(str(src.path), reader.line_num, 1)) from None
+        return out
+    for k, line in enumerate(text.split("\n")):
+        if k == 0 and opts.headers:
+            continue
+        line = line.removesuffix("\r")
+        if line == "":
+            continue
+        fields = line.split(opts.delimiter)
+        starts, c = [], 1
+        for f in fields:
+            starts.append(c)
+            c += len(f) + len(opts.delimiter)
+        out.append((k + 1, fields, starts))
+    return out
+
+
+def _split_lines(src: _FactSource, opts: IOOptions) -> list[pa.Array]:
+    """Columns of a file whose delimiter Arrow's CSV reader cannot take (several
+    characters), split by Arrow string kernels."""
+    lines = src.text().split("\n")
+    if opts.headers:
+        lines = lines[1:]
+    arr = pc.utf8_rtrim(pa.array(lines, pa.string()), characters="\r")
+    arr = arr.filter(pc.not_equal(arr, ""))
+    parts = pc.split_pattern(arr, pattern=opts.delimiter)
+    lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    if len(lens) and (lens != src.rel.arity).any():
+        raise _locate_shape_error(src, opts, "")
+    return [pc.list_element(parts, i) for i in range(src.rel.arity)]
+
+
+def _locate_value_error(src: _FactSource, opts: IOOptions, row: int, col: int, typ: str,
                         why: str = "") -> FactsError:
-    lineno, line = _data_lines(path)[row]
-    fields = line.split(delim)
-    column = 1 + sum(len(f) + len(delim) for f in fields[:col])
+    rows = _rows(src, opts)
+    if row >= len(rows):
+        return FactsError(f"expected a {typ} for attribute {col + 1} of {src.rel.name}"
+                          + (f" ({why})" if why else ""), Location(str(src.path), 1, 1))
+    lineno, fields, starts = rows[row]
     text = fields[col] if col < len(fields) else ""
-    msg = f"expected a {typ} for attribute {col + 1} of {rel.name}, found {text!r}"
-    return FactsError(msg + (f" ({why})" if why else ""), Location(str(path), lineno, column))
+    column = starts[col] if col < len(starts) else 1
+    msg = f"expected a {typ} for attribute {col + 1} of {src.rel.name}, found {text!r}"
+    return FactsError(msg + (f" ({why})" if why else ""), Location(str(src.path), lineno, column))
 
 
-def _locate_shape_error(path: Path, rel: Relation, delim: str, detail: str) -> FactsError:
-    for lineno, line in _data_lines(path):
-        n = len(line.split(delim))
-        if n != rel.arity:
-            return FactsError(f"expected {rel.arity} tab-separated values for {rel.name}, "
-                              f"found {n}", Location(str(path), lineno, 1))
-    return FactsError(f"cannot parse facts for {rel.name}: {detail}", Location(str(path), 1, 1))
+def _locate_shape_error(src: _FactSource, opts: IOOptions, detail: str) -> FactsError:
+    what = "tab-separated" if opts.delimiter == "\t" else f"{opts.delimiter!r}-separated"
+    for lineno, fields, _ in _rows(src, opts):  # raises at a bad UTF-8 byte
+        if len(fields) != src.rel.arity:
+            return FactsError(f"expected {src.rel.arity} {what} values for {src.rel.name}, "
+                              f"found {len(fields)}", Location(str(src.path), lineno, 1))
+    return FactsError(f"cannot parse facts for {src.rel.name}: {detail}",
+                      Location(str(src.path), 1, 1))
 
 
 # --- writing outputs ---------------------------------------------------------------------
 
 
 def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTable,
-                delimiter: str = "\t", n_rows: int | None = None) -> str:
-    """The rows of a relation as Soufflé writes them (nullary: ``()`` when it holds)."""
+                delimiter: str = "\t", n_rows: int | None = None,
+                options: IOOptions | None = None) -> str:
+    """The rows of a relation as Soufflé writes them (nullary: ``()`` when it holds).
+
+    ``options`` (a directive's :class:`IOOptions`) override ``delimiter``; with
+    ``rfc4180`` symbols are quoted (``"`` doubled).  The header line (``headers=true``)
+    is :func:`header_line`'s business, not this function's."""
+    opts = options if options is not None else IOOptions(delimiter)
+    delimiter = opts.delimiter
     if rel.arity == 0:
         return "()\n" if n_rows else ""
     if len(cols[0]) == 0:
         return ""
     texts = [format_column(c, t, symbols) for c, (_, t) in zip(cols, rel.attributes)]
+    if opts.rfc4180:
+        texts = [pc.binary_join_element_wise('"', pc.replace_substring(x, '"', '""'), '"', "")
+                 if t == "symbol" else x for x, (_, t) in zip(texts, rel.attributes)]
     try:
-        if len(delimiter) == 1 and delimiter not in "\"\r\n":
+        if len(delimiter) == 1 and delimiter not in "\"\r\n" and not opts.rfc4180:
             return _csv_text(texts, delimiter)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         pass  # a value holds the delimiter, a quote or a line break: written as it is below
     lines = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, delimiter)
     return "\n".join(lines.to_pylist()) + "\n"
+
+
+def header_line(rel: Relation, options: IOOptions) -> str | None:
+    """The header line ``headers=true`` asks for (attribute names joined by the
+    delimiter, or the directive's ``attributeNames``), without its line break."""
+    if not options.headers:
+        return None
+    names = options.attribute_names or tuple(a for a, _ in rel.attributes)
+    return options.delimiter.join(names)
+
+
+def encode_output(text: str, options: IOOptions) -> bytes:
+    """The bytes of an output file: UTF-8, gzip-compressed with ``compress=true``."""
+    data = text.encode()
+    return gzip.compress(data, mtime=0) if options.compress else data
 
 
 WRITE_CHUNK_ROWS = 1 << 18  # rows per piece of text written by one thread
@@ -253,11 +420,24 @@ def _csv_text(texts: list[pa.Array], delimiter: str) -> str:
                               range(k)))
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` beside ``path`` and rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
+def write_text_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` beside ``path`` and rename it into place (no temporary file is
+    left behind when the write fails)."""
+    tmp = stage_file(path, text.encode() if isinstance(text, str) else text)
     os.replace(tmp, path)
+
+
+def stage_file(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a temporary file beside ``path`` and return its name (the caller
+    renames it into place, or removes it); removes it itself when the write fails."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 _PARAM_RE = re.compile(r"^[A-Za-z_]+$")

@@ -53,21 +53,37 @@ def write_parquet_dataset(table: pa.Table, path: str | Path) -> None:
     """Write ``table`` as a Spark-style Parquet directory, replacing ``path`` atomically
     (written beside it, then renamed into place)."""
     path = Path(path)
+    commit_parquet_dataset(stage_parquet_dataset(table, path), path)
+
+
+def stage_parquet_dataset(table: pa.Table, path: str | Path) -> Path:
+    """Write ``table`` as a Parquet directory beside ``path``; returns its temporary name
+    for :func:`commit_parquet_dataset` (removed again when writing fails)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    old = path.with_name(f".{path.name}.old{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    if table.num_rows:
-        ds.write_dataset(table, tmp, format="parquet", basename_template="part-{i}.parquet",
-                         max_rows_per_file=ROWS_PER_FILE,
-                         max_rows_per_group=min(ROWS_PER_GROUP, ROWS_PER_FILE),
-                         existing_data_behavior="overwrite_or_ignore")
-    else:  # an empty relation still has a file carrying its schema
-        import pyarrow.parquet as pq
+    try:
+        if table.num_rows:
+            ds.write_dataset(table, tmp, format="parquet", basename_template="part-{i}.parquet",
+                             max_rows_per_file=ROWS_PER_FILE,
+                             max_rows_per_group=min(ROWS_PER_GROUP, ROWS_PER_FILE),
+                             existing_data_behavior="overwrite_or_ignore")
+        else:  # an empty relation still has a file carrying its schema
+            import pyarrow.parquet as pq
 
-        pq.write_table(table, tmp / "part-00000.parquet")
-    (tmp / "_SUCCESS").write_bytes(b"")
+            pq.write_table(table, tmp / "part-00000.parquet")
+        (tmp / "_SUCCESS").write_bytes(b"")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def commit_parquet_dataset(tmp: Path, path: Path) -> None:
+    """Rename a directory from :func:`stage_parquet_dataset` onto ``path``."""
+    old = path.with_name(f".{path.name}.old{os.getpid()}")
     if path.is_dir():
         os.replace(path, old)
     elif path.exists():
@@ -76,4 +92,5 @@ def write_parquet_dataset(table: pa.Table, path: str | Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["read_parquet_table", "read_parquet_facts", "write_parquet_dataset"]
+__all__ = ["read_parquet_table", "read_parquet_facts", "write_parquet_dataset",
+           "stage_parquet_dataset", "commit_parquet_dataset"]

@@ -18,6 +18,7 @@ from gpu_engine.values import encode_scalar
 
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows
+from .io_params import IOOptions, check_params, io_options
 from .lang.parser import ParsedProgram, parse_program
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class Reasoner:
         self.source_text, self.source_name = _source(program)
         self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
         self.program = self.parsed.program
+        for d in self.parsed.directives:  # a misspelt parameter is an error, not ignored
+            check_params(d)
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
@@ -76,8 +79,12 @@ class Reasoner:
     # --- facts in ---------------------------------------------------------------------
 
     def add_facts(self, relation: str, data: Any) -> int:
-        """Add explicit facts: a 2-D NumPy array, a pyarrow Table or a pandas DataFrame
-        with columns in declaration order.  Returns the number of new facts."""
+        """Add explicit facts: a 2-D NumPy array (columns in declaration order), a pyarrow
+        Table or a pandas DataFrame.  A table's columns are matched by name to the
+        ``.decl`` attribute names (extra columns are an error); only when its column names
+        are the default ones (pandas ``0, 1, ...``, Arrow ``c0, c1, ...`` or ``f0, ...``)
+        or the attribute names are not unique are they taken in order.  Returns the number
+        of new facts."""
         t0 = time.perf_counter()
         enc, n = self._encode(relation, data)
         added = self.engine.add_facts(relation, enc, n_rows=n)
@@ -106,8 +113,7 @@ class Reasoner:
                 raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
                                    "(file or parquet)", d.loc)
             path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
-            delim = _unescape(d.params.get("delimiter", "\t"))
-            fcols = read_facts(path, rel, self.symbols, delim)
+            fcols = read_facts(path, rel, self.symbols, options=io_options(d))
             n = len(fcols[0]) if fcols else 0
             loaded.append((d.relation, fcols if rel.arity else [], n))
         for name, cols, n in loaded:
@@ -232,12 +238,13 @@ class Reasoner:
         self._ensure()
         return {name: self.engine.size(name) for name in self.program.relations}
 
-    def render(self, name: str, delimiter: str = "\t") -> str:
-        """The relation's facts as Soufflé prints them (one tab-separated line per fact)."""
+    def render(self, name: str, delimiter: str = "\t", options: IOOptions | None = None) -> str:
+        """The relation's facts as Soufflé prints them (one tab-separated line per fact;
+        ``options``: a directive's delimiter and quoting)."""
         rel = self._relation(name)
         self._ensure()
         return render_rows(self.engine.columns(name), rel, self.symbols, delimiter,
-                           n_rows=self.engine.size(name))
+                           n_rows=self.engine.size(name), options=options)
 
     def query(self, text: str, *, limit: int | None = None) -> pa.Table:
         """Answer a query, a rule body such as ``'path(1, X), edge(X, Y), !edge(Y, 3)'``,
@@ -267,7 +274,7 @@ class Reasoner:
     def _encode(self, relation: str, data: Any) -> tuple[tuple[np.ndarray, ...], int]:
         """Facts in any ``add_facts`` form as encoded int64 host columns and a row count."""
         rel = self._relation(relation)
-        cols = _columns_of(data, rel.arity, relation)
+        cols = _columns_of(data, rel.arity, relation, [a for a, _ in rel.attributes])
         n = _row_count(data, cols)
         enc = tuple(encode_column(c, t, self.symbols, f"{relation}.{a}")
                     for c, (a, t) in zip(cols, rel.attributes))
@@ -298,10 +305,12 @@ def _source(program: str | Path) -> tuple[str, str]:
     return text, "<program>"
 
 
-def _columns_of(data: Any, arity: int, relation: str) -> list[Any]:
+def _columns_of(data: Any, arity: int, relation: str, attrs: list[str]) -> list[Any]:
     if isinstance(data, (pa.Table, pa.RecordBatch)):
+        names = [str(n) for n in data.schema.names]
         cols = list(data.columns)
     elif hasattr(data, "iloc") and hasattr(data, "columns"):  # pandas DataFrame
+        names = [str(n) for n in data.columns]
         cols = [pa.array(data.iloc[:, i]) if data.iloc[:, i].dtype == object
                 else data.iloc[:, i].to_numpy() for i in range(data.shape[1])]
     else:
@@ -312,10 +321,35 @@ def _columns_of(data: Any, arity: int, relation: str) -> list[Any]:
             arr = arr.reshape(0, arity)
         if arr.ndim != 2:
             raise FactsError(f"{relation}: expected a 2-D array of rows, got shape {arr.shape}")
+        names = None
         cols = [arr[:, i] for i in range(arr.shape[1])]
+    if names is not None and _named(names, attrs):
+        return _by_name(cols, names, attrs, relation)
     if len(cols) != arity:
         raise FactsError(f"{relation} has arity {arity}, but the data has {len(cols)} columns")
     return cols
+
+
+def _named(names: list[str], attrs: list[str]) -> bool:
+    """Whether a table's column names are meant as names (not positions)."""
+    positional = ([str(i) for i in range(len(names))], [f"c{i}" for i in range(len(names))],
+                  [f"f{i}" for i in range(len(names))])
+    return bool(attrs) and len(set(attrs)) == len(attrs) and names not in positional
+
+
+def _by_name(cols: list[Any], names: list[str], attrs: list[str], relation: str) -> list[Any]:
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise FactsError(f"{relation}: the data has two columns named {dup!r}")
+    unknown = [n for n in names if n not in attrs]
+    if unknown:
+        raise FactsError(f"{relation}: column {unknown[0]!r} is not an attribute of "
+                         f"{relation}({', '.join(attrs)})")
+    missing = [a for a in attrs if a not in names]
+    if missing:
+        raise FactsError(f"{relation}: no column for attribute {missing[0]!r} of "
+                         f"{relation}({', '.join(attrs)}); the data has columns {names}")
+    return [cols[names.index(a)] for a in attrs]
 
 
 def _row_count(data: Any, cols: list[Any]) -> int:

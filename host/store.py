@@ -160,9 +160,12 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
         tmp.mkdir()
         (tmp / "E").mkdir()
         (tmp / "I").mkdir()
-        _write_file(tmp / "program.dl", reasoner.source_text.encode())
-        files = {"symbols.arrow": _write_table(tmp / "symbols.arrow",
-                                               pa.table({"symbol": reasoner.symbols.values()}))}
+        program = reasoner.source_text.encode()
+        _write_file(tmp / "program.dl", program)
+        files: dict[str, dict[str, int]] = {
+            "program.dl": {"bytes": len(program), "crc32": zlib.crc32(program)},
+            "symbols.arrow": _write_table(tmp / "symbols.arrow",
+                                          pa.table({"symbol": reasoner.symbols.values()}))}
         counting = bool(engine.counters)
         relations = {}
         for k, (rel_name, rel) in enumerate(engine.program.relations.items()):
@@ -191,6 +194,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "symbols": len(reasoner.symbols), "relations": relations, "files": files,
             "extra": meta_extra,
         }
+        meta["meta_crc32"] = _meta_crc(meta)
         _write_file(tmp / "meta.json", json.dumps(meta, indent=1).encode())
         for sub in (tmp / "E", tmp / "I", tmp):
             _fsync_dir(sub)
@@ -201,6 +205,12 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
         _fsync_dir(d)
         _clean(d, keep=store_versions(d)[-keep:])
     return name
+
+
+def _meta_crc(meta: dict[str, Any]) -> int:
+    """CRC-32 of the metadata's canonical JSON (without the ``meta_crc32`` field)."""
+    body = {k: v for k, v in meta.items() if k != "meta_crc32"}
+    return zlib.crc32(json.dumps(body, sort_keys=True).encode())
 
 
 def _rows_table(cols: tuple[np.ndarray, ...], n: int, arity: int,
@@ -295,8 +305,11 @@ def read_meta(store_dir: str | Path, version: str | None = None) -> dict[str, An
         raise StoreError(f"store version {path.parent} is missing meta.json") from None
     except json.JSONDecodeError as exc:
         raise StoreError(f"{path}: corrupt metadata ({exc})") from None
-    if meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StoreError(f"{path}: not a gpu-engine store")
+    if "meta_crc32" in meta and meta["meta_crc32"] != _meta_crc(meta):
+        raise StoreError(f"{path}: corrupt or edited (its checksum differs); a store's "
+                         "files must not be changed by hand")
     if meta.get("format_version", 0) > FORMAT_VERSION:
         raise StoreError(f"{path}: store format {meta['format_version']} is newer than this "
                          f"gpu-engine ({FORMAT_VERSION}); upgrade gpu-engine")
@@ -329,9 +342,18 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         return t
 
     try:
-        text = (vdir / "program.dl").read_text(encoding="utf-8")
+        raw = (vdir / "program.dl").read_bytes()
     except FileNotFoundError:
         raise StoreError(f"store version {vdir} is missing program.dl") from None
+    info = files.get("program.dl")  # (stores written before it was checksummed lack it)
+    if info is not None and (len(raw) != info["bytes"] or zlib.crc32(raw) != info["crc32"]):
+        raise StoreError(f"{vdir / 'program.dl'}: edited or corrupt (size or checksum differs "
+                         "from meta.json); the materialisation belongs to the program it "
+                         "was computed with: run the new program with run --store --force")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StoreError(f"{vdir / 'program.dl'}: not UTF-8 text") from None
     symbols = SymbolTable.from_values(table("symbols.arrow").column("symbol"))
     r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
                  modules=meta.get("modules", "off"))

@@ -26,7 +26,7 @@ from gpu_engine.stats import MaterialisationStats, StratumStats, UpdateStats
 from ..dictionary import SymbolTable
 from ..io import FactsError, decode_table, portable_table, render_rows, table_columns, unique_names
 from ..lang.parser import parse_program
-from ..reasoner import Reasoner, _path_in, _source, _unescape
+from ..reasoner import Reasoner, _path_in, _source
 from . import adapter as sa
 
 _RANGES = {"number": (-(1 << 31), (1 << 31) - 1), "unsigned": (0, (1 << 32) - 1)}
@@ -112,11 +112,11 @@ class SparkReasoner(Reasoner):
                                                          source=str(path))[0]))
             elif io == "file":
                 from ..io import read_facts
+                from ..io_params import io_options
 
                 rel = self._relation(d.relation)
                 path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
-                cols = read_facts(path, rel, self.symbols,
-                                  _unescape(d.params.get("delimiter", "\t")))
+                cols = read_facts(path, rel, self.symbols, options=io_options(d))
                 n = len(cols[0]) if cols else 0
                 frames.append((d.relation, self._frame_of_encoded(rel, cols, n)))
             else:
@@ -199,14 +199,14 @@ class SparkReasoner(Reasoner):
         self._ensure()
         return dict(self.runner.stats["sizes"])
 
-    def render(self, name: str, delimiter: str = "\t") -> str:
+    def render(self, name: str, delimiter: str = "\t", options: Any = None) -> str:
         from ..io import encode_table
 
         rel = self._relation(name)
         table = self.relation(name)
         syms = SymbolTable()
         cols, n = encode_table(table, rel, syms, name) if rel.arity else ((), table.num_rows)
-        return render_rows(cols, rel, syms, delimiter, n_rows=n)
+        return render_rows(cols, rel, syms, delimiter, n_rows=n, options=options)
 
     # --- helpers -----------------------------------------------------------------------
 

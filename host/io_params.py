@@ -1,0 +1,93 @@
+"""The parameters of ``.input`` / ``.output`` directives, checked once (Soufflé's names).
+
+``IO``, ``filename``, ``delimiter`` (any number of characters; ``\\t``-style escapes),
+``headers=true`` (input: the first line is skipped; output: a first line of attribute
+names), ``rfc4180=true`` (quoted CSV fields, ``""`` for a quote; the delimiter defaults
+to ``,``), ``compress=true`` (gzip; compressed input is also recognised without it) and
+``attributeNames=`` (the header's names, separated by the delimiter, a tab or a comma).
+Any other parameter (a misspelt ``filname=``) is an error at the directive's location;
+the parameters of IO kinds this engine refuses anyway (sqlite, json) are accepted here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpu_engine.ir import ProgramError
+
+from .lang.dl_result import Directive
+
+_KNOWN = {"IO", "filename", "delimiter", "headers", "rfc4180", "compress", "attributeNames",
+          # other IO kinds (refused elsewhere with their own message) and Soufflé internals
+          "dbname", "format", "name", "types", "params", "auxArity", "intermediate",
+          "fact-dir", "output-dir"}
+_BOOL = {"true": True, "false": False, "1": True, "0": False}
+
+
+@dataclass(frozen=True)
+class IOOptions:
+    """How one directive reads or writes text facts."""
+
+    delimiter: str = "\t"
+    headers: bool = False
+    rfc4180: bool = False
+    compress: bool = False
+    attribute_names: tuple[str, ...] | None = None
+
+
+def unescape(s: str) -> str:
+    """``\\t``-style escapes of a parameter value."""
+    return s.encode().decode("unicode_escape") if "\\" in s else s
+
+
+def check_params(d: Directive) -> None:
+    """Raise :class:`ProgramError` at the directive for a parameter no IO kind knows."""
+    for key in d.params:
+        if key not in _KNOWN:
+            close = [k for k in sorted(_KNOWN) if _similar(key, k)]
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ProgramError(f"unknown parameter {key!r} of .{d.kind} {d.relation}{hint}; "
+                               f"known: {', '.join(sorted(_KNOWN - {'name', 'types', 'params', 'auxArity', 'fact-dir', 'output-dir'}))}",
+                               d.loc)
+
+
+def io_options(d: Directive) -> IOOptions:
+    """The text-format options of a directive (checks its parameters)."""
+    check_params(d)
+    flags = {}
+    for key in ("headers", "rfc4180", "compress"):
+        v = d.params.get(key, "false").strip().lower()
+        if v not in _BOOL:
+            raise ProgramError(f"parameter {key}={d.params[key]!r} of .{d.kind} {d.relation}: "
+                               "expected true or false", d.loc)
+        flags[key] = _BOOL[v]
+    default = "," if flags["rfc4180"] else "\t"
+    delim = unescape(d.params.get("delimiter", default))
+    if delim == "":
+        raise ProgramError(f"empty delimiter for .{d.kind} {d.relation}", d.loc)
+    if flags["rfc4180"] and (len(delim) != 1 or delim in '"\r\n'):
+        raise ProgramError(f"rfc4180=true needs a one-character delimiter other than a quote "
+                           f"or a line break, got {delim!r} for .{d.kind} {d.relation}", d.loc)
+    names = None
+    if "attributeNames" in d.params:
+        raw = unescape(d.params["attributeNames"])
+        sep = delim if delim in raw else ("\t" if "\t" in raw else ",")
+        names = tuple(n.strip() for n in raw.split(sep))
+    return IOOptions(delim, flags["headers"], flags["rfc4180"], flags["compress"], names)
+
+
+def _similar(a: str, b: str) -> bool:
+    """Edit distance at most 2 (for the hint only)."""
+    a, b = a.lower(), b.lower()
+    if abs(len(a) - len(b)) > 2:
+        return False
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1] <= 2
+
+
+__all__ = ["IOOptions", "check_params", "io_options", "unescape"]

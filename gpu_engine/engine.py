@@ -51,6 +51,20 @@ def _state_field(name: str, scalar: bool = False) -> property:
     return property(get, put, doc=f"``state.{name}``")
 
 
+class OutOfMemory(MemoryError):
+    """Materialisation ran out of (host or device) memory; the message names the stratum,
+    the rule when known, and the allocation that failed."""
+
+
+def _rule_of(exc: BaseException) -> str:
+    rule = getattr(exc, "rule", None)
+    return f", rule {rule} at {rule.loc}" if rule is not None else ""
+
+
+def _size_of(exc: BaseException) -> str:
+    return str(exc).strip() or "an allocation failed"
+
+
 class Engine:
     """Holds a program's relations on one backend and materialises them.
 
@@ -228,7 +242,11 @@ class Engine:
                 continue
             if not stratum.rules and not stratum.subsumptions:
                 continue
-            stats.strata.append(self._evaluate_stratum(stratum))
+            try:
+                stats.strata.append(self._evaluate_stratum(stratum))
+            except MemoryError as exc:  # one line for the user: where, and the size asked
+                where = f"stratum {stratum.index} ({', '.join(stratum.relations)})"
+                raise OutOfMemory(f"{where}{_rule_of(exc)}: {_size_of(exc)}") from None
         if self.counting:
             self._build_counters()
         self.counted_with = "auto" if self.module_plans else "off"
@@ -366,7 +384,11 @@ class Engine:
         t0 = time.perf_counter()
         negated = {lit.atom.relation: self.store[lit.atom.relation]
                    for lit in rule.body if isinstance(lit, Negation)}
-        outs = self.evaluator.evaluate(rule, sources, negated, delta)
+        try:
+            outs = self.evaluator.evaluate(rule, sources, negated, delta)
+        except MemoryError as exc:
+            exc.rule = rule  # type: ignore[attr-defined]  # named by the stratum loop
+            raise
         head = outputs[rule.head.relation]
         head.extend(outs)
         floor = self._compact_floor.get(rule.head.relation, 0)

@@ -262,7 +262,7 @@ class _FactSource:
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-            raise FactsError(f"invalid UTF-8 byte 0x{raw[exc.start]:02x} in facts for "
+            raise FactsError(f"invalid UTF8 byte 0x{raw[exc.start]:02x} in facts for "
                              f"{self.rel.name}", Location(str(self.path), line, col)) from None
 
 

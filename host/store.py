@@ -307,12 +307,12 @@ def read_meta(store_dir: str | Path, version: str | None = None) -> dict[str, An
         raise StoreError(f"{path}: corrupt metadata ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StoreError(f"{path}: not a gpu-engine store")
-    if "meta_crc32" in meta and meta["meta_crc32"] != _meta_crc(meta):
-        raise StoreError(f"{path}: corrupt or edited (its checksum differs); a store's "
-                         "files must not be changed by hand")
     if meta.get("format_version", 0) > FORMAT_VERSION:
         raise StoreError(f"{path}: store format {meta['format_version']} is newer than this "
                          f"gpu-engine ({FORMAT_VERSION}); upgrade gpu-engine")
+    if "meta_crc32" in meta and meta["meta_crc32"] != _meta_crc(meta):
+        raise StoreError(f"{path}: corrupt metadata (its checksum differs: damaged or "
+                         "edited by hand)")
     return meta
 
 

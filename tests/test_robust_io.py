@@ -1,0 +1,301 @@
+"""No silent wrong answer, no lost data (issue 12): special input files, IO parameters,
+column matching by name, store checksums, staged outputs and resource failures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from gpu_engine.host.cli import main
+from gpu_engine.host.io import FactsError
+from gpu_engine.host.reasoner import Reasoner
+from gpu_engine.host.store import StoreError, current_version, open_store, save_store
+
+from gpu_engine.ir import ProgramError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def run_cli(tmp: Path, program: str, *args: str, facts: dict[str, str | bytes] | None = None,
+            stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The CLI in a subprocess (for stdin and signals)."""
+    (tmp / "p.dl").write_text(program)
+    fdir = tmp / "facts"
+    fdir.mkdir(exist_ok=True)
+    for name, text in (facts or {}).items():
+        (fdir / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+    return subprocess.run([sys.executable, "-m", "gpu_engine.host.cli", "run", str(tmp / "p.dl"),
+                           "-F", str(fdir), "--quiet", "--device", "cpu", *args],
+                          input=stdin, capture_output=True, cwd=tmp, env=env, timeout=120)
+
+
+def rows(r: Reasoner, name: str) -> list[tuple]:
+    return sorted(tuple(v.values()) for v in r.relation(name).to_pylist())
+
+
+# --- 1. special files are streams ------------------------------------------------------------
+
+
+def test_dev_stdin_is_read(tmp_path: Path) -> None:
+    prog = ('.decl e(x:number, y:symbol)\n.input e(filename="/dev/stdin")\n'
+            '.decl p(x:number, y:symbol)\n.output p\np(x, y) :- e(x, y).\n')
+    p = run_cli(tmp_path, prog, "-D", "-", stdin=b"1\ta\n2\tb\n")
+    assert p.returncode == 0, p.stderr
+    assert b"1\ta\n2\tb\n" in p.stdout
+
+
+def test_named_pipe_and_proc_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.facts"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w") as f:
+            f.write("7\n8\n")
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    r = Reasoner(f'.decl e(x:number)\n.input e(filename="{fifo}")\n'
+                 '.decl c(s:symbol)\n.input c(filename="/proc/self/comm")\n', device="cpu")
+    try:
+        r.load_inputs(tmp_path)
+    finally:
+        if t.is_alive():  # the pipe was never opened: unblock the writer
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    t.join(10)
+    assert rows(r, "e") == [(7,), (8,)]
+    assert r.relation("c").num_rows == 1  # /proc files report size 0 but have content
+
+
+def test_nullary_blank_line_holds(tmp_path: Path) -> None:
+    (tmp_path / "a.facts").write_text("\n")
+    (tmp_path / "b.facts").write_text("")
+    r = Reasoner(".decl a()\n.input a\n.decl b()\n.input b\n", device="cpu")
+    r.load_inputs(tmp_path)
+    assert r.relation("a").num_rows == 1 and r.relation("b").num_rows == 0
+
+
+# --- IO parameters -------------------------------------------------------------------------
+
+
+def test_headers_rfc4180_gzip_and_long_delimiter(tmp_path: Path) -> None:
+    (tmp_path / "h.facts").write_text("x\ty\n1\t2\n")
+    (tmp_path / "q.facts").write_text('"a,b",1\n"say ""hi""\nthere",2\n')
+    (tmp_path / "z.facts").write_bytes(gzip.compress(b"5\t6\n"))
+    (tmp_path / "m.facts").write_text("1::2\n3::4\n")
+    r = Reasoner(".decl h(x:number, y:number)\n.input h(headers=true)\n"
+                 ".decl q(s:symbol, n:number)\n.input q(rfc4180=true)\n"
+                 ".decl z(x:number, y:number)\n.input z()\n"
+                 '.decl m(x:number, y:number)\n.input m(delimiter="::")\n', device="cpu")
+    r.load_inputs(tmp_path)
+    assert rows(r, "h") == [(1, 2)]
+    assert rows(r, "q") == [("a,b", 1), ('say "hi"\nthere', 2)]
+    assert rows(r, "z") == [(5, 6)]
+    assert rows(r, "m") == [(1, 2), (3, 4)]
+
+
+def test_outputs_with_parameters(tmp_path: Path) -> None:
+    prog = ('.decl a(x:number, s:symbol)\na(1, "p,q").\na(2, "r").\n'
+            '.output a(filename="h.csv", headers=true, delimiter="<>")\n'
+            '.output a(filename="q.csv", rfc4180=true)\n'
+            '.output a(filename="z.csv.gz", compress=true)\n'
+            '.output a(IO=stdout, headers=true, attributeNames="n\ts")\n')
+    p = run_cli(tmp_path, prog, "-D", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out"
+    assert (out / "h.csv").read_text().splitlines() == ["x<>s", "1<>p,q", "2<>r"]
+    assert (out / "q.csv").read_text().splitlines() == ['1,"p,q"', '2,"r"']
+    assert gzip.decompress((out / "z.csv.gz").read_bytes()) == b"1\tp,q\n2\tr\n"
+    assert p.stdout.decode() == ("---------------\na\nn\ts\n===============\n1\tp,q\n2\tr\n"
+                                 "===============\n")
+
+
+@pytest.mark.parametrize("param", ["filname", "delimter", "header"])
+def test_unknown_parameter_is_an_error(param: str) -> None:
+    with pytest.raises(ProgramError, match=f"unknown parameter '{param}'") as e:
+        Reasoner(f'.decl e(x:number)\n.input e({param}="x")\n', device="cpu")
+    assert e.value.loc.line == 2
+
+
+def test_bad_boolean_parameter() -> None:
+    r = Reasoner('.decl e(x:number)\n.input e(headers=maybe)\n', device="cpu")
+    with pytest.raises(ProgramError, match="expected true or false"):
+        r.load_inputs(".")
+
+
+# --- 7. errors carry file:line:col -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "where", "what"), [
+    (b"1\t2\n3\t4\n5\t\xff\n", (3, 3), "invalid UTF8"),
+    (b"1\t2\n3\t5x\n", (2, 3), "expected a number for attribute 2"),
+    (b"1\t2\n3\t++5\n", (2, 3), "expected a number"),
+    (b"1::2\n3::x\n", None, None),
+])
+def test_value_errors_are_located(tmp_path: Path, text: bytes, where: tuple[int, int] | None,
+                                  what: str | None) -> None:
+    (tmp_path / "e.facts").write_bytes(text)
+    delim = '(delimiter="::")' if b"::" in text else ""
+    r = Reasoner(f".decl e(x:number, y:number)\n.input e{delim}\n", device="cpu")
+    if where is None:  # multi-character delimiter: located too
+        with pytest.raises(FactsError) as e:
+            r.load_inputs(tmp_path)
+        assert (e.value.loc.line, e.value.loc.column) == (2, 4)
+        return
+    with pytest.raises(FactsError, match=what) as e:
+        r.load_inputs(tmp_path)
+    assert (e.value.loc.file, e.value.loc.line, e.value.loc.column) == (
+        str(tmp_path / "e.facts"), *where)
+
+
+def test_plus_sign_is_a_number(tmp_path: Path) -> None:
+    (tmp_path / "e.facts").write_text("+5\t-3\n")
+    r = Reasoner(".decl e(x:number, y:number)\n.input e\n", device="cpu")
+    r.load_inputs(tmp_path)
+    assert rows(r, "e") == [(5, -3)]
+
+
+# --- 2. add_facts matches columns by name -----------------------------------------------------
+
+
+PQ = ".decl p(x:number, y:symbol)\n"
+
+
+def test_add_facts_matches_names() -> None:
+    import pandas as pd
+
+    r = Reasoner(PQ, device="cpu")
+    r.add_facts("p", pd.DataFrame({"y": ["a"], "x": [1]}))
+    r.add_facts("p", pa.table({"y": ["b"], "x": [2]}))
+    r.add_facts("p", pd.DataFrame([[3, "c"]]))  # unnamed (0, 1): by position
+    r.add_facts("p", np.array([[4, "d"]], dtype=object))
+    assert rows(r, "p") == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+
+
+def test_add_facts_name_errors() -> None:
+    import pandas as pd
+
+    r = Reasoner(PQ, device="cpu")
+    with pytest.raises(FactsError, match="'z' is not an attribute of p"):
+        r.add_facts("p", pd.DataFrame({"x": [1], "z": ["a"]}))
+    with pytest.raises(FactsError, match="no column for attribute 'y'"):
+        r.add_facts("p", pa.table({"x": [1]}))
+
+
+# --- 3. store checksums and run --store without --force ---------------------------------------
+
+
+def test_edited_program_in_store_is_detected(tmp_path: Path) -> None:
+    r = Reasoner(".decl e(x:number)\ne(1).\n.decl p(x:number)\np(x) :- e(x).\n", device="cpu")
+    save_store(r, tmp_path / "s")
+    prog = tmp_path / "s" / current_version(tmp_path / "s") / "program.dl"
+    prog.write_text(prog.read_text().replace("p(x) :- e(x).", "p(x) :- e(x), x > 5."))
+    with pytest.raises(StoreError, match="program.dl: edited or corrupt"):
+        open_store(tmp_path / "s")
+
+
+def test_edited_metadata_is_detected(tmp_path: Path) -> None:
+    r = Reasoner(".decl e(x:number)\ne(1).\n", device="cpu")
+    save_store(r, tmp_path / "s")
+    meta = tmp_path / "s" / current_version(tmp_path / "s") / "meta.json"
+    d = json.loads(meta.read_text())
+    d["counting"] = 2
+    meta.write_text(json.dumps(d))
+    with pytest.raises(StoreError, match="corrupt metadata"):
+        open_store(tmp_path / "s")
+
+
+def test_run_store_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.dl").write_text(".decl e(x:number)\ne(1).\n")
+    (tmp_path / "b.dl").write_text(".decl f(x:number)\nf(2).\n")
+    s = tmp_path / "s"
+    assert cli("run", tmp_path / "a.dl", "-D", tmp_path / "o", "--store", s) == 0
+    v = current_version(s)
+    assert cli("run", tmp_path / "b.dl", "-D", tmp_path / "o", "--store", s) == 1
+    assert "already exists" in capsys.readouterr().err and current_version(s) == v
+    assert cli("run", tmp_path / "b.dl", "-D", tmp_path / "o", "--store", s, "--force") == 0
+    assert "f" in open_store(s).program.relations
+
+
+# --- 5. no output written on error -------------------------------------------------------------
+
+
+def test_failed_second_output_keeps_the_first(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.csv").write_text("old\n")
+    (out / "b.csv").mkdir()  # cannot be replaced by a file
+    (tmp_path / "p.dl").write_text(".decl a(x:number)\na(1).\n.output a\n"
+                                   ".decl b(x:number)\nb(2).\n.output b\n")
+    assert cli("run", tmp_path / "p.dl", "-D", out) == 1
+    assert (out / "a.csv").read_text() == "old\n"
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.csv"]  # no temporary file
+
+
+def test_stats_json_checked_before_outputs(tmp_path: Path) -> None:
+    (tmp_path / "p.dl").write_text(".decl a(x:number)\na(1).\n.output a\n")
+    bad = tmp_path / "no" / "such" / "stats.json"
+    assert cli("run", tmp_path / "p.dl", "-D", tmp_path / "out", "--stats-json", bad) == 1
+    assert not (tmp_path / "out").exists()
+    ok = tmp_path / "stats.json"
+    assert cli("run", tmp_path / "p.dl", "-D", tmp_path / "out", "--stats-json", ok) == 0
+    assert json.loads(ok.read_text())["facts"] == 1
+
+
+# --- 6. resource failures ----------------------------------------------------------------------
+
+
+def test_out_of_memory_is_one_line(tmp_path: Path) -> None:
+    """A cross product far larger than an address-space limit: one line naming the
+    stratum, the rule and the size, no traceback."""
+    if sys.platform != "linux":
+        pytest.skip("needs RLIMIT_AS")
+    import resource
+
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "n.facts").write_text("".join(f"{i}\n" for i in range(100_000)))
+    prog = (".decl n(x:number)\n.input n\n.decl p(x:number, y:number)\n.printsize p\n"
+            "p(x, y) :- n(x), n(y).\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    (tmp_path / "p.dl").write_text(prog)
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT)),
+           "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([sys.executable, "-m", "gpu_engine.host.cli", "run", str(tmp_path / "p.dl"),
+                        "-F", str(tmp_path / "facts"), "-D", "-", "--quiet", "--device", "cpu"],
+                       capture_output=True, text=True, env=env, preexec_fn=limit, timeout=300)
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "out of memory: stratum" in lines[0] and "p.dl:5:1" in lines[0]
+    assert "Unable to allocate" in lines[0]
+
+
+def test_ctrl_c_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_engine.host import cli as cli_mod
+
+    def interrupted(*_a: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_mod, "_render_outputs", interrupted)
+    (tmp_path / "p.dl").write_text(".decl a(x:number)\na(1).\n.output a\n")
+    assert cli("run", tmp_path / "p.dl", "-D", tmp_path / "out") == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted" in err[0]
+    assert not (tmp_path / "out").exists()

@@ -21,6 +21,7 @@ _KNOWN = {"IO", "filename", "delimiter", "headers", "rfc4180", "compress", "attr
           # other IO kinds (refused elsewhere with their own message) and Soufflé internals
           "dbname", "format", "name", "types", "params", "auxArity", "intermediate",
           "fact-dir", "output-dir"}
+_INTERNAL = {"name", "types", "params", "auxArity", "fact-dir", "output-dir"}
 _BOOL = {"true": True, "false": False, "1": True, "0": False}
 
 
@@ -46,9 +47,9 @@ def check_params(d: Directive) -> None:
         if key not in _KNOWN:
             close = [k for k in sorted(_KNOWN) if _similar(key, k)]
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(sorted(_KNOWN - _INTERNAL))
             raise ProgramError(f"unknown parameter {key!r} of .{d.kind} {d.relation}{hint}; "
-                               f"known: {', '.join(sorted(_KNOWN - {'name', 'types', 'params', 'auxArity', 'fact-dir', 'output-dir'}))}",
-                               d.loc)
+                               f"known: {known}", d.loc)
 
 
 def io_options(d: Directive) -> IOOptions:

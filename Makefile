@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz bench bench-incremental bench-modules bench-chain bench-small \
+.PHONY: demo test fuzz fuzz-input bench bench-incremental bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean
 
 # the demo needs only the engine's own dependencies; tests, benchmarks and Spark need the
@@ -33,6 +33,11 @@ test: $(STAMP)
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest -q tests/test_fuzz.py
+
+## fuzz-input: malformed fact files and CLI arguments (CASES, default 10000; SEED), JSON results
+fuzz-input: $(STAMP)
+	PYTHONPATH=. $(PY) tests/malformed_inputs.py --cases $${CASES:-10000} --seed $${SEED:-0} \
+	  --out benchmarks/results/malformed_inputs.json
 
 ## bench: benchmarks, one JSON line per measurement, then the report
 bench: $(STAMP)

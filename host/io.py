@@ -188,7 +188,8 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         text = pc.replace_substring_regex(pc.utf8_trim_whitespace(raw), r"^\+", "")
         try:
             if typ == "float":
-                cols.append(floats_from_host(pc.cast(text, pa.float64()).to_numpy()))
+                with np.errstate(over="ignore"):  # beyond float32: inf, as Soufflé reads it
+                    cols.append(floats_from_host(pc.cast(text, pa.float64()).to_numpy()))
                 continue
             if pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
                 vals = np.array([int(t, 0) for t in text.to_pylist()], dtype=np.int64)

@@ -149,6 +149,8 @@ class Engine:
     def _note_symbols(self) -> None:
         size = getattr(self.symbols, "__len__", None)
         self.state.symbols = int(size()) if size is not None else 0
+        records = getattr(self.symbols, "records", None)
+        self.state.records = len(records) if records is not None else 0
 
     def set_modules(self, modules: str) -> None:
         """Choose ``auto`` (TC/STC modules where a stratum's rules match) or ``off``."""

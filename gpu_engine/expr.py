@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from .ir import Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
+from .ir import RECORD_OPS, Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
 from .strings import string_constraint, string_functor
 from .values import c_div, encode_scalar, float_decode, float_encode, int_pow, wrap
 
@@ -80,6 +82,8 @@ class ExprEvaluator:
             vals.append(v)
             valid = ok if valid is None else (valid if ok is None else valid & ok)
         op, typ = t.op, t.type
+        if op in RECORD_OPS:
+            return self._record_op(t, vals, n, valid)
         if op == "autoinc":  # a fresh number per row (per derivation), in row order
             start = self.autoinc
             self.autoinc += n
@@ -106,6 +110,27 @@ class ExprEvaluator:
         if ok is not None:
             valid = ok if valid is None else valid & ok
         return res, valid
+
+    def _record_op(self, t: Call, vals: list[Any], n: int,
+                   valid: Any | None) -> tuple[Any, Any | None]:
+        """``pack`` (record ids of field columns) and ``field`` (a field of record ids),
+        on the host record table (arrays copied once per call)."""
+        be = self.be
+        records = self.symbols.records  # type: ignore[attr-defined]
+        if t.op == "pack":
+            host = [be.to_host(v) for v in vals]
+            if valid is not None:  # rows already invalid must not create records
+                keep = be.to_host(valid).astype(bool)
+                ids = records.pack([h[keep] for h in host], int(keep.sum()))
+                out = np.zeros(n, dtype=np.int64)
+                out[keep] = ids
+                return be.asarray(out), valid
+            return be.asarray(records.pack(host, n)), None
+        index = t.args[1]
+        assert isinstance(index, Const)
+        out, ok = records.field(be.to_host(vals[0]), int(index.value))
+        ok_dev = be.asarray(ok, dtype=bool)
+        return be.asarray(out), ok_dev if valid is None else valid & ok_dev
 
     def _float_op(self, op: str, v: list[Any]) -> Any:
         xp = self.be.xp

@@ -20,6 +20,13 @@ Conventions
   a hidden relation ``@agg<k>`` (name starting with ``@``) defined by an
   :class:`Aggregate` in ``Program.aggregates``; the rule that used the aggregate reads
   the hidden relation as an ordinary atom (see :class:`Aggregate`).
+* Records and algebraic data types (Soufflé's ``[a, b]`` and ``$Branch(a, b)``) are
+  ``number`` columns holding ids of a host :class:`RecordTable` (hash-consed tuples, so
+  equal records have equal ids; ``nil`` is id 0).  ``Call("pack", fields, "number")``
+  makes the id of a tuple (new tuples get new ids); ``Call("field", (r, Const(i)), t)``
+  reads field ``i`` of record ``r`` (invalid, so the row is dropped, when ``r`` is nil or
+  has no field ``i``).  An ADT value of branch ``k`` is the record ``(k, *arguments)``.
+  :attr:`Relation.formats` says how such columns are read and printed.
 """
 
 from __future__ import annotations
@@ -172,6 +179,28 @@ class Aggregate:
         return frozenset(lit.relation if isinstance(lit, Atom) else lit.atom.relation
                          for r in self.rules for lit in r.body
                          if isinstance(lit, (Atom, Negation)))
+# --- record and ADT types ----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class RecordFormat:
+    """A record or ADT type, for reading and printing its values (may be recursive).
+
+    ``kind == "record"``: ``fields`` are (name, type); ``kind == "adt"``: ``branches`` are
+    (branch name, field types), branch ``k`` stored as the record ``(k, *fields)``.
+    A field type is a base type or another :class:`RecordFormat`.
+    """
+
+    name: str
+    kind: Literal["record", "adt"]
+    fields: list[tuple[str, ColumnType | RecordFormat]] = field(default_factory=list)
+    branches: list[tuple[str, list[ColumnType | RecordFormat]]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"RecordFormat({self.name!r}, {self.kind!r})"
+
+
+RECORD_OPS = frozenset({"pack", "field"})
 
 
 # --- relations and programs ------------------------------------------------------------
@@ -185,6 +214,12 @@ class Relation:
     loc: Location = field(default_factory=Location, compare=False)
     # choice-domain keys: attribute positions of each key (see gpu_engine.order_dependent)
     choice: tuple[tuple[int, ...], ...] = ()
+    # per attribute: None, or the record/ADT type of a column of record ids (for IO)
+    formats: tuple[RecordFormat | None, ...] = field(default=(), compare=False)
+
+    def format(self, i: int) -> RecordFormat | None:
+        """The record/ADT type of attribute ``i`` (None for a plain column)."""
+        return self.formats[i] if self.formats else None
 
     @property
     def arity(self) -> int:
@@ -220,6 +255,17 @@ class SymbolTable(Protocol):
     def encode_many(self, symbols: list[str] | np.ndarray) -> np.ndarray: ...
 
     def decode_many(self, ids: np.ndarray) -> list[str]: ...
+
+
+class RecordTable(Protocol):
+    """Hash-consed records (tuples of int64 values) <-> ids; implemented on the host and
+    reached by the engine as ``symbols.records``.  Id 0 is ``nil``."""
+
+    def pack(self, cols: list[np.ndarray], n: int) -> np.ndarray: ...
+
+    def field(self, ids: np.ndarray, index: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def __len__(self) -> int: ...
 
 
 # --- formatting (for stats and error messages) -----------------------------------------

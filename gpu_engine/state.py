@@ -45,6 +45,7 @@ class EngineState:
     counted_with: str = _persist(META, default="off")
     module_state: dict[int, list[Any]] = _persist(REBUILT, default_factory=dict)  # X_R, C_R
     symbols: int = _persist(DICTIONARY, default=0)  # dictionary size the rows refer to
+    records: int = _persist(DICTIONARY, default=0)  # record table size (records, ADTs)
 
     def snapshot(self) -> EngineState:
         """A copy to restore after a failed update (the dictionaries copied, the

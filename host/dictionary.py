@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .records import RecordTable
+
 
 class SymbolTable:
     """The dictionary of one reasoner (implements ``gpu_engine.ir.SymbolTable``)."""
@@ -23,6 +25,7 @@ class SymbolTable:
         self._chunks: list[pa.Array] = []
         self._values: pa.Array | None = pa.array([], type=pa.string())
         self._order: np.ndarray | None = None
+        self.records = RecordTable()  # records and ADT values (``ir.RecordTable``)
 
     @classmethod
     def from_values(cls, values: pa.Array | pa.ChunkedArray) -> SymbolTable:

@@ -28,6 +28,7 @@ from gpu_engine.values import floats_from_host, floats_to_host
 
 from .dictionary import SymbolTable
 from .io_params import IOOptions
+from .record_io import RecordSyntaxError, encode_record_column, format_records, parse_records
 
 _INT_RE = {"number": r"^\s*[-+]?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
            "unsigned": r"^\s*\+?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
@@ -97,8 +98,11 @@ def decode_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
 
 def decode_table(cols: tuple[np.ndarray, ...] | list[np.ndarray], rel: Relation,
                  symbols: SymbolTable) -> pa.Table:
-    """Stored columns of ``rel`` (arity >= 1) as an Arrow table named after its attributes."""
-    arrays = [decode_column(c, t, symbols) for c, (_, t) in zip(cols, rel.attributes)]
+    """Stored columns of ``rel`` (arity >= 1) as an Arrow table named after its attributes
+    (records and ADT values as their text)."""
+    arrays = [decode_column(c, t, symbols) if rel.format(i) is None
+              else format_records(c, rel.format(i), symbols)  # type: ignore[arg-type]
+              for i, (c, (_, t)) in enumerate(zip(cols, rel.attributes))]
     return pa.table(arrays, names=unique_names([a for a, _ in rel.attributes]))
 
 
@@ -178,6 +182,13 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
     cols = []
     for i, (_, typ) in enumerate(rel.attributes):
         raw = raw_cols[i]
+        fmt = rel.format(i)
+        if fmt is not None:  # a record or ADT value (host/record_io.py)
+            try:
+                cols.append(parse_records(raw, fmt, symbols))
+            except RecordSyntaxError as e:
+                raise _locate_value_error(src, opts, e.row, i, fmt.name, str(e)) from None
+            continue
         if typ == "symbol":
             cols.append(symbols.encode_many(raw))
             continue
@@ -366,7 +377,9 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
         return "()\n" if n_rows else ""
     if len(cols[0]) == 0:
         return ""
-    texts = [format_column(c, t, symbols) for c, (_, t) in zip(cols, rel.attributes)]
+    texts = [format_column(c, t, symbols) if rel.format(i) is None
+             else format_records(c, rel.format(i), symbols)  # type: ignore[arg-type]
+             for i, (c, (_, t)) in enumerate(zip(cols, rel.attributes))]
     if opts.rfc4180:
         texts = [pc.binary_join_element_wise('"', pc.replace_substring(x, '"', '""'), '"', "")
                  if t == "symbol" else x for x, (_, t) in zip(texts, rel.attributes)]
@@ -474,6 +487,9 @@ def table_columns(schema: pa.Schema, rel: Relation, source: str,
                              f"{rel.name}({decl}); the data has columns {schema.names}")
         t = schema.field(name).type
         what, ok = _ARROW_KINDS[typ]
+        if rel.format(k) is not None:  # a record/ADT column: its text (or ids)
+            what, ok = "record text or integer", lambda t: (_ARROW_KINDS["symbol"][1](t)
+                                                            or pa.types.is_integer(t))
         if not ok(t):
             raise FactsError(f"{source}: column {name!r} has type {t}, but attribute "
                              f"{attr!r} of {rel.name} is declared {typ} and needs {what} values")
@@ -494,7 +510,7 @@ def encode_table(table: pa.Table, rel: Relation, symbols: SymbolTable, source: s
         return (), min(n, 1)
     names = table_columns(table.schema, rel, source, columns)
     cols = []
-    for name, (_attr, typ) in zip(names, rel.attributes):
+    for k, (name, (_attr, typ)) in enumerate(zip(names, rel.attributes)):
         col = table.column(name)
         if col.null_count:
             first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
@@ -502,7 +518,15 @@ def encode_table(table: pa.Table, rel: Relation, symbols: SymbolTable, source: s
                              f"null values (first at row {first}); facts cannot hold nulls")
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
-        cols.append(encode_column(col, typ, symbols, f"{source}: column {name!r} of {rel.name}"))
+        what = f"{source}: column {name!r} of {rel.name}"
+        fmt = rel.format(k)
+        if fmt is not None:
+            try:
+                cols.append(encode_record_column(col, fmt, symbols, what))
+            except ValueError as e:
+                raise FactsError(str(e)) from None
+            continue
+        cols.append(encode_column(col, typ, symbols, what))
     return tuple(cols), table.num_rows
 
 

@@ -32,9 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from gpu_engine.host.lang.dl_aggregate import first_aggregate
 from gpu_engine.host.lang.dl_lower import expand_body
+from gpu_engine.host.lang.dl_records import flatten_records
 from gpu_engine.host.lang.dl_safety import check_safety
 from gpu_engine.host.lang.dl_syntax import (
     RuleStmt,
+    SAdt,
     SAnd,
     SAtom,
     SCall,
@@ -45,12 +47,13 @@ from gpu_engine.host.lang.dl_syntax import (
     SNegAtom,
     SNot,
     SOr,
+    SRecord,
     STerm,
     SVar,
     TypeStmt,
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
-from gpu_engine.host.lang.dl_types import TypeEnv
+from gpu_engine.host.lang.dl_types import TypeEnv, column_type
 from gpu_engine.host.lang.parser import parse_statements
 
 from gpu_engine import ir
@@ -58,6 +61,7 @@ from gpu_engine.ir import COLUMN_TYPES, Location, ProgramError
 from gpu_engine.query import evaluate_query
 
 from .io import decode_column
+from .record_io import format_records
 
 if TYPE_CHECKING:
     from .reasoner import Reasoner
@@ -74,6 +78,8 @@ class Query:
     text: str
     columns: tuple[tuple[str, ir.ColumnType], ...]
     rules: tuple[ir.Rule, ...]
+    # per column: None, or the record/ADT type its ids are printed as (text)
+    formats: tuple[ir.RecordFormat | None, ...] = ()
 
 
 # --- parsing and checking ----------------------------------------------------------------
@@ -127,7 +133,10 @@ def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
                                "demand it", atom.loc)
     named = _named_variables(body)
     rels = {**relations, head: ir.Relation(head, ())}
-    env = types() if types is not None and _casts_to_user_types(body) else TypeEnv([])
+    attr_types = _record_attr_types(relations)
+    uses_records = attr_types and any(a.relation in attr_types for a in _surface_atoms(body))
+    env = (types() if types is not None and (_casts_to_user_types(body) or uses_records)
+           else TypeEnv([]))
     vars_head = SAtom(head, tuple(SVar(n, loc) for n, loc in named), stmt.loc)
     empty_head = SAtom(head, (), stmt.loc)
     col_types: dict[str, str] = {}
@@ -138,8 +147,9 @@ def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
             if name not in present:
                 raise ProgramError(f"variable '{name}' does not occur in every alternative "
                                    "of the query, so some answers would leave it unbound", loc)
+        conj = flatten_records(conj, env)  # record patterns: before the safety check
         check_safety(vars_head, conj)
-        typer = ClauseTyper(empty_head, conj, rels, env)
+        typer = ClauseTyper(empty_head, conj, rels, env, attr_types)
         lowered = typer.lower()
         for name, loc in named:
             t = typer.vtypes[name]
@@ -155,8 +165,17 @@ def _lower(text: str, source: str, head: str, relations: dict[str, ir.Relation],
                                    getattr(lit, "loc", stmt.loc))
         args = tuple(ir.Var(typer.names[n]) for n, _ in named)
         rules.append(ir.Rule(ir.Atom(head, args, stmt.loc), tuple(lits), stmt.loc))
-    columns = tuple((n, col_types.get(n, "number")) for n, _ in named)
-    return Query(text, columns, tuple(rules))  # type: ignore[arg-type]
+    columns = tuple((n, column_type(col_types.get(n, "number"))) for n, _ in named)
+    formats = tuple(env.format(col_types.get(n, "number")) for n, _ in named)
+    return Query(text, columns, tuple(rules),  # type: ignore[arg-type]
+                 formats if any(f is not None for f in formats) else ())
+
+
+def _record_attr_types(relations: dict[str, ir.Relation]) -> dict[str, tuple[str, ...]]:
+    """Front-end attribute types of the relations with record/ADT columns."""
+    return {name: tuple(t if f is None else f"{f.kind} {f.name}"
+                        for (_, t), f in zip(rel.attributes, rel.formats))
+            for name, rel in relations.items() if rel.formats}
 
 
 def _in_query(exc: ProgramError, prefix: int, end: Location) -> ProgramError:
@@ -190,7 +209,7 @@ def _surface_atoms(f: SFormula) -> Iterator[SAtom]:
 
 def _term_nodes(t: STerm) -> Iterator[STerm]:
     yield t
-    if isinstance(t, SCall):
+    if isinstance(t, (SCall, SRecord, SAdt)):
         for a in t.args:
             yield from _term_nodes(a)
     elif isinstance(t, SCast):
@@ -298,7 +317,9 @@ def _without_unknown_symbols(rule: ir.Rule, symbols: object) -> ir.Rule | None:
 def _decode(q: Query, cols: tuple[np.ndarray, ...], n: int, symbols: object) -> pa.Table:
     if not q.columns:
         return pa.table({"holds": pa.array([n > 0], pa.bool_())})
-    arrays = [decode_column(c, t, symbols) for c, (_, t) in zip(cols, q.columns)]
+    arrays = [decode_column(c, t, symbols) if not q.formats or q.formats[i] is None
+              else format_records(c, q.formats[i], symbols)  # type: ignore[arg-type]
+              for i, (c, (_, t)) in enumerate(zip(cols, q.columns))]
     table = pa.table(arrays, names=[name for name, _ in q.columns])
     if n > 1:
         order = pc.sort_indices(table, sort_keys=[(name, "ascending") for name, _ in q.columns])

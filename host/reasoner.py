@@ -179,12 +179,14 @@ class Reasoner:
         """
 
         before = len(self.symbols)
+        before_records = len(self.symbols.records)
         try:
             ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
             dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
             return self.update_encoded(ins, dele, algorithm)
         except BaseException:  # the dictionary too goes back to the engine state's size
             self.symbols.truncate(max(before, self.engine.state.symbols))
+            self.symbols.records.truncate(max(before_records, self.engine.state.records))
             raise
 
     def update_encoded(self, insert: Mapping[str, tuple[tuple[np.ndarray, ...], int]],
@@ -276,9 +278,18 @@ class Reasoner:
         rel = self._relation(relation)
         cols = _columns_of(data, rel.arity, relation, [a for a, _ in rel.attributes])
         n = _row_count(data, cols)
-        enc = tuple(encode_column(c, t, self.symbols, f"{relation}.{a}")
-                    for c, (a, t) in zip(cols, rel.attributes))
+        enc = tuple(encode_column(c, t, self.symbols, f"{relation}.{a}") if rel.format(i) is None
+                    else self._encode_records(c, rel.format(i), f"{relation}.{a}")
+                    for i, (c, (a, t)) in enumerate(zip(cols, rel.attributes)))
         return enc, n
+
+    def _encode_records(self, values: Any, fmt: Any, what: str) -> np.ndarray:
+        from .record_io import encode_record_column
+
+        try:
+            return encode_record_column(values, fmt, self.symbols, what)
+        except ValueError as e:
+            raise FactsError(str(e)) from None
 
     def _add_python_rows(self, name: str, rows: list[tuple]) -> None:
         rel = self._relation(name)

@@ -10,6 +10,8 @@ On-disk layout of a store directory::
                                 byte sizes and CRC-32 checksums, relation signatures
         program.dl              the program text
         symbols.arrow           the dictionary: one string column, symbol i has id i
+        records.arrow           the record table (records, ADT values): one list column
+                                ``fields``, row i-1 the fields of record i (0 is nil)
         E/0000.arrow ...        explicit facts E of relation k (columns c0..c{n-1})
         I/0000.arrow ...        materialisation I of relation k, plus the derivation
                                 counters c_nr and c_r when the store has counters
@@ -57,6 +59,7 @@ import pyarrow.ipc as ipc
 from gpu_engine.state import META, EngineState
 
 from .dictionary import SymbolTable
+from .records import RecordTable
 
 if TYPE_CHECKING:
     from .reasoner import Reasoner
@@ -166,6 +169,8 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "program.dl": {"bytes": len(program), "crc32": zlib.crc32(program)},
             "symbols.arrow": _write_table(tmp / "symbols.arrow",
                                           pa.table({"symbol": reasoner.symbols.values()}))}
+        files["records.arrow"] = _write_table(
+            tmp / "records.arrow", pa.table({"fields": reasoner.symbols.records.to_arrow()}))
         counting = bool(engine.counters)
         relations = {}
         for k, (rel_name, rel) in enumerate(engine.program.relations.items()):
@@ -191,7 +196,8 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             # the engine state's scalar fields (counting, modules, counted_with)
             **{f: getattr(engine.state, f) for f in EngineState.fields_kept_as(META)},
             "counters": counting,
-            "symbols": len(reasoner.symbols), "relations": relations, "files": files,
+            "symbols": len(reasoner.symbols), "records": len(reasoner.symbols.records),
+            "relations": relations, "files": files,
             "extra": meta_extra,
         }
         meta["meta_crc32"] = _meta_crc(meta)
@@ -355,6 +361,11 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
     except UnicodeDecodeError:
         raise StoreError(f"{vdir / 'program.dl'}: not UTF-8 text") from None
     symbols = SymbolTable.from_values(table("symbols.arrow").column("symbol"))
+    if "records.arrow" in files:  # (stores written before records have none)
+        try:
+            symbols.records = RecordTable.from_arrow(table("records.arrow").column("fields"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"{vdir}/records.arrow: corrupt record table ({exc})") from None
     r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
                  modules=meta.get("modules", "off"))
     r.source_name = meta.get("source_name", r.source_name)

@@ -15,6 +15,7 @@ from gpu_engine.host.lang.dl_syntax import (
     Named,
     NoteStmt,
     RuleStmt,
+    SAdt,
     SAgg,
     SAnd,
     SAtom,
@@ -23,9 +24,11 @@ from gpu_engine.host.lang.dl_syntax import (
     SCast,
     SChoice,
     SCmp,
+    SNil,
     SNot,
     SNum,
     SOr,
+    SRecord,
     SStr,
     STerm,
     SVar,
@@ -71,9 +74,7 @@ _PRECEDENCE = {
 
 _UNSUPPORTED_TERMS = {
     "AT": "user-defined functors (@name) are not supported",
-    "LSQB": "records ([...]) are not supported",
     "DOLLAR": "algebraic data types and counters ($) are not supported",
-    "NIL": "records (nil) are not supported",
 }
 
 _UNSUPPORTED_DIRECTIVES = {
@@ -174,16 +175,15 @@ class Builder(Transformer):
             "union", self._named(children[1]), tuple(self._named(t) for t in children[2:])
         )
 
-    def record_decl(self, children: list[Any]) -> None:
-        raise ProgramError(f"record type '{children[1]}' is not supported", self._loc(children[1]))
+    def record_decl(self, children: list[Any]) -> TypeStmt:
+        fields = children[3] or ()
+        return TypeStmt("record", self._named(children[1]), (), fields=tuple(fields))
 
-    def adt_decl(self, children: list[Any]) -> None:
-        raise ProgramError(
-            f"algebraic data type '{children[1]}' is not supported", self._loc(children[1])
-        )
+    def adt_decl(self, children: list[Any]) -> TypeStmt:
+        return TypeStmt("adt", self._named(children[1]), (), branches=tuple(children[2:]))
 
-    def adt_branch(self, children: list[Any]) -> None:
-        return None
+    def adt_branch(self, children: list[Any]) -> tuple[Named, tuple[tuple[Named, Named], ...]]:
+        return self._named(children[0]), tuple(children[1] or ())
 
     def legacy_type_decl(self, children: list[Token]) -> TypeStmt:
         kw, name = children
@@ -342,6 +342,16 @@ class Builder(Transformer):
     def cast(self, children: list[Any]) -> SCast:
         kw, arg, type_name = children
         return SCast(arg, str(type_name), self._loc(kw), self._loc(type_name))
+
+    def record(self, children: list[Any]) -> SRecord:
+        return SRecord(tuple(children[1] or ()), self._loc(children[0]))
+
+    def adt_term(self, children: list[Any]) -> SAdt:
+        args = children[2] if len(children) > 2 else None
+        return SAdt(str(children[1]), tuple(args or ()), self._loc(children[0]))
+
+    def nil(self, children: list[Any]) -> SNil:
+        return SNil(self._loc(children[0]))
 
     def unsupported_term(self, children: list[Any]) -> Any:
         tok = children[0]

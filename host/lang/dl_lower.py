@@ -31,7 +31,7 @@ from gpu_engine.host.lang.dl_syntax import (
     TypeStmt,
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
-from gpu_engine.host.lang.dl_types import TypeEnv
+from gpu_engine.host.lang.dl_types import TypeEnv, column_type
 
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError
@@ -93,6 +93,7 @@ class Lowering:
         self.magic: list[tuple[str, Location]] = []
         self.demand_only: frozenset[str] = frozenset()
         self.aggregates = AggregateLowering(self.program, self.types)
+        self.attr_types: dict[str, tuple[str, ...]] = {}  # front-end types (records too)
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -154,6 +155,9 @@ class Lowering:
                 raise ProgramError(f"attribute '{attr.name}' declared twice", attr.loc)
             seen[attr.name] = attr.loc
             attributes.append((attr.name, self.types.base(type_name)))
+        front = tuple(t for _, t in attributes)
+        formats = tuple(self.types.format(t) for t in front)
+        attributes = [(a, column_type(t)) for a, t in attributes]
         representation = "set"
         chosen = None
         directives: list[Directive] = []
@@ -185,8 +189,10 @@ class Lowering:
                 raise ProgramError(
                     f"relation '{n.name}' redeclared (first declared at {first})", n.loc
                 )
-            relations[n.name] = ir.Relation(n.name, tuple(attributes), representation, n.loc,  # type: ignore[arg-type]
-                                            choice)
+            relations[n.name] = ir.Relation(  # type: ignore[arg-type]
+                n.name, tuple(attributes), representation, n.loc, choice,
+                formats if any(f is not None for f in formats) else ())
+            self.attr_types[n.name] = front
         self._decl_extras[id(stmt)] = (directives, notes)
 
     @staticmethod
@@ -258,7 +264,8 @@ class Lowering:
                    for c in self.aggregates.expand(written, body)]
         for head, body in clauses:
             try:
-                lowered = ClauseTyper(head, body, self.program.relations, self.types).lower()
+                lowered = ClauseTyper(head, body, self.program.relations, self.types,
+                                      self.attr_types).lower()
             except RecursionError:
                 raise ProgramError("expression nested too deeply", head.loc) from None
             if lowered is None:

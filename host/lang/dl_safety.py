@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpu_engine.host.lang.dl_syntax import (
+    SAdt,
     SAtom,
     SCall,
     SCast,
     SCmp,
+    SField,
     SLiteral,
     SNegAtom,
+    SRecord,
     STerm,
     SVar,
     SWild,
@@ -30,17 +33,19 @@ def term_vars(t: STerm) -> Iterator[SVar]:
     """Named variables of a term, in source order."""
     if isinstance(t, SVar):
         yield t
-    elif isinstance(t, SCall):
+    elif isinstance(t, (SCall, SRecord, SAdt)):
         for a in t.args:
             yield from term_vars(a)
     elif isinstance(t, SCast):
         yield from term_vars(t.arg)
+    elif isinstance(t, SField):
+        yield from term_vars(t.rec)
 
 
 def _wildcards(t: STerm) -> Iterator[SWild]:
     if isinstance(t, SWild):
         yield t
-    elif isinstance(t, SCall):
+    elif isinstance(t, (SCall, SRecord, SAdt)):
         for a in t.args:
             yield from _wildcards(a)
     elif isinstance(t, SCast):

@@ -86,7 +86,44 @@ class SAgg:
     loc: Location
 
 
-STerm = SVar | SWild | SNum | SStr | SCall | SCast | SAgg
+@dataclass(frozen=True)
+class SRecord:
+    """A record constructor or pattern ``[a, b]``."""
+
+    args: tuple[STerm, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SAdt:
+    """An ADT constructor or pattern ``$Branch(a, b)`` (``$Branch`` without arguments)."""
+
+    branch: str
+    args: tuple[STerm, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SNil:
+    """The empty record ``nil``."""
+
+    loc: Location
+
+
+@dataclass(frozen=True)
+class SField:
+    """Field ``index`` of the record (or ADT value) ``rec``; made by the lowering of
+    record patterns, never written.  ``raw`` reads stored field ``index`` as a number
+    (the branch tag of an ADT value)."""
+
+    rec: STerm
+    index: int
+    loc: Location
+    raw: bool = False
+    branch: str = ""  # the ADT branch the field belongs to (its type)
+
+
+STerm = SVar | SWild | SNum | SStr | SCall | SCast | SAgg | SRecord | SAdt | SNil | SField
 
 # --- body formulas ---------------------------------------------------------------------
 
@@ -172,12 +209,16 @@ class DeclStmt:
 
 @dataclass(frozen=True)
 class TypeStmt:
-    """A type declaration: ``subtype`` (``<:``), ``union`` (``=``, one member is an alias)
-    or ``base`` (legacy ``.number_type``/``.symbol_type``/``.type T``)."""
+    """A type declaration: ``subtype`` (``<:``), ``union`` (``=``, one member is an alias),
+    ``base`` (legacy ``.number_type``/``.symbol_type``/``.type T``), ``record``
+    (``= [a: T, ...]``) or ``adt`` (``= A {a: T} | B {}``)."""
 
-    kind: Literal["subtype", "union", "base"]
+    kind: Literal["subtype", "union", "base", "record", "adt"]
     name: Named
     members: tuple[Named, ...]
+    # record: (field, type) pairs; adt: (branch, its (field, type) pairs)
+    fields: tuple[tuple[Named, Named], ...] = ()
+    branches: tuple[tuple[Named, tuple[tuple[Named, Named], ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,21 +10,26 @@ Constant subterms and ground comparisons are folded with 32-bit semantics.
 from __future__ import annotations
 
 from gpu_engine.host.lang.dl_fold import compare_consts, fold_call, to_float32, wrap_number
+from gpu_engine.host.lang.dl_records import flatten_records
 from gpu_engine.host.lang.dl_safety import check_safety, term_vars
 from gpu_engine.host.lang.dl_syntax import (
+    SAdt,
     SAtom,
     SCall,
     SCast,
     SCmp,
+    SField,
     SLiteral,
     SNegAtom,
+    SNil,
     SNum,
+    SRecord,
     SStr,
     STerm,
     SVar,
     SWild,
 )
-from gpu_engine.host.lang.dl_types import TypeEnv
+from gpu_engine.host.lang.dl_types import TypeEnv, column_type, is_record_type
 
 from gpu_engine import ir
 from gpu_engine.ir import Call, ColumnType, Const, ProgramError, Var
@@ -83,11 +88,13 @@ class ClauseTyper:
         body: list[SLiteral],
         relations: dict[str, ir.Relation],
         types: TypeEnv,
+        attr_types: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.head = head
-        self.body = body
+        self.body = flatten_records(body, types)
         self.relations = relations
         self.types = types
+        self.attr_types = attr_types or {}
         self.vtypes: dict[str, str] = {}
         self.names: dict[str, str] = {}
         self._fresh = 0
@@ -139,6 +146,10 @@ class ClauseTyper:
                 atom.loc,
             )
 
+    def _rel_types(self, name: str) -> tuple[str, ...]:
+        """Front-end attribute types (record and ADT types included)."""
+        return self.attr_types.get(name) or self.relations[name].types
+
     # ---- variable types ---------------------------------------------------------------
 
     def _infer_variable_types(self) -> None:
@@ -147,7 +158,7 @@ class ClauseTyper:
             atom = lit.atom if isinstance(lit, SNegAtom) else lit
             if not isinstance(atom, SAtom):
                 continue
-            attr_types = self.relations[atom.relation].types
+            attr_types = self._rel_types(atom.relation)
             for i, arg in enumerate(atom.args):
                 if not isinstance(arg, SVar):
                     continue
@@ -162,7 +173,7 @@ class ClauseTyper:
                         arg.loc,
                     )
         self._propagate_equalities()
-        head_types = self.relations[self.head.relation].types
+        head_types = self._rel_types(self.head.relation)
         for i, arg in enumerate(self.head.args):
             if isinstance(arg, SVar) and arg.name not in self.vtypes:
                 self.vtypes[arg.name] = head_types[i]
@@ -217,6 +228,10 @@ class ClauseTyper:
             return "symbol"
         if isinstance(t, SCast):
             return self.types.base_of(t.type_name, t.type_loc)
+        if isinstance(t, SAdt):
+            return self.types.branch(t.branch, t.loc)[0]
+        if isinstance(t, SField):
+            return self._field_type(t)
         if isinstance(t, SCall):
             if t.op in _POLY_OPS:
                 for a in t.args:
@@ -234,10 +249,59 @@ class ClauseTyper:
                 return _CONVERSIONS[t.op][0]
         return None
 
+    def _field_type(self, t: SField) -> str | None:
+        if t.raw:
+            return "number"
+        if t.branch:
+            return self.types.branch(t.branch, t.loc)[2][t.index - 1]
+        rt = self.infer(t.rec)
+        if rt is None:
+            return None
+        if not rt.startswith("record "):
+            raise ProgramError(f"type mismatch: a record pattern is matched against {rt}", t.loc)
+        fields = self.types.record_fields(rt)
+        return fields[t.index] if t.index < len(fields) else None
+
+    def _lower_record(self, t: SRecord | SAdt | SNil | SField, expected: str,
+                      ctx: str) -> ir.Term:
+        """Record constructors (``pack``), ``nil`` and pattern fields (``field``)."""
+        if isinstance(t, SNil):
+            if not expected.startswith("record "):
+                raise ProgramError(f"type mismatch: nil but {ctx} is {expected}", t.loc)
+            return Const(0, "number")
+        if isinstance(t, SField):
+            ft = self._field_type(t)
+            rt = self.infer(t.rec)
+            if ft is None or rt is None:
+                raise ProgramError("record pattern of unknown type", t.loc)
+            if ft != expected:
+                raise ProgramError(f"type mismatch: record field is {ft} but {ctx} is {expected}",
+                                   t.loc)
+            rec = self.lower_term(t.rec, rt, "a record")
+            return Call("field", (rec, Const(t.index, "number")), column_type(ft))
+        if isinstance(t, SAdt):
+            adt, k, fields = self.types.branch(t.branch, t.loc)
+            if adt != expected:
+                raise ProgramError(
+                    f"type mismatch: ${t.branch} is {adt} but {ctx} is {expected}", t.loc)
+            prefix: tuple[ir.Term, ...] = (Const(k, "number"),)
+            what = f"branch ${t.branch}"
+        else:
+            if not expected.startswith("record "):
+                raise ProgramError(f"type mismatch: a record but {ctx} is {expected}", t.loc)
+            fields = self.types.record_fields(expected)
+            prefix, what = (), expected
+        if len(t.args) != len(fields):
+            raise ProgramError(
+                f"{what} has {len(fields)} field(s), {len(t.args)} given", t.loc)
+        args = tuple(self.lower_term(a, ft, f"field {i + 1} of {what}")
+                     for i, (a, ft) in enumerate(zip(t.args, fields, strict=True)))
+        return Call("pack", (*prefix, *args), "number")
+
     # ---- lowering ---------------------------------------------------------------------
 
     def _lower_atom(self, atom: SAtom, range_ok: bool = False) -> ir.Atom:
-        attr_types = self.relations[atom.relation].types
+        attr_types = self._rel_types(atom.relation)
         args = []
         for i, a in enumerate(atom.args):
             if isinstance(a, SWild):
@@ -258,6 +322,8 @@ class ClauseTyper:
                 f"type mismatch in comparison: left side is {lt}, right side is {rt}", c.op_loc
             )
         t = lt or rt or "number"
+        if is_record_type(t) and c.op not in ("=", "!="):
+            raise ProgramError(f"ordering comparison '{c.op}' on {t} is not supported", c.op_loc)
         if t == "symbol" and c.op not in ("=", "!="):
             raise ProgramError(
                 f"ordering comparison '{c.op}' on symbols is not supported", c.op_loc
@@ -268,7 +334,7 @@ class ClauseTyper:
         right = self.lower_term(c.right, t, f"the right side of '{c.op}'")
         if isinstance(left, Const) and isinstance(right, Const):
             return compare_consts(c.op, left, right)
-        return ir.Compare(c.op, left, right, t, c.loc)  # type: ignore[arg-type]
+        return ir.Compare(c.op, left, right, column_type(t), c.loc)
 
     def lower_term(self, t: STerm, expected: str, ctx: str) -> ir.Term:
         """Lower ``t`` where ``ctx`` (for messages) requires a value of type ``expected``."""
@@ -280,6 +346,9 @@ class ClauseTyper:
                 )
             return Var(self.names[t.name])
         if isinstance(t, SNum):
+            if is_record_type(expected):
+                raise ProgramError(
+                    f"type mismatch: numeric constant {t.text} but {ctx} is {expected}", t.loc)
             return _number_const(t, expected, ctx)
         if isinstance(t, SStr):
             if expected != "symbol":
@@ -291,6 +360,8 @@ class ClauseTyper:
             return self._lower_cast(t, expected, ctx)
         if isinstance(t, SCall):
             return self._lower_call(t, expected, ctx)
+        if isinstance(t, (SRecord, SAdt, SNil, SField)):
+            return self._lower_record(t, expected, ctx)
         raise ProgramError("'_' is not allowed here", t.loc)
 
     def _lower_cast(self, t: SCast, expected: str, ctx: str) -> ir.Term:
@@ -346,6 +417,10 @@ class ClauseTyper:
             self._expect_result(t, "symbol", expected, ctx)
             args = tuple(self.lower_term(a, "symbol", "an argument of 'cat'") for a in t.args)
             return Call("cat", args, "symbol")
+        if op == "ord" and len(t.args) == 1 and is_record_type(self.infer(t.args[0])):
+            self._expect_result(t, "number", expected, ctx)  # ord of a record: its id
+            arg = self.lower_term(t.args[0], self.infer(t.args[0]) or "", "the argument of 'ord'")
+            return Call("ord", (arg,), "number")
         if op in _FIXED:
             arg_types, result = _FIXED[op]
             _check_arity(t, len(arg_types))

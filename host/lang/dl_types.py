@@ -1,10 +1,26 @@
-"""User-defined type declarations, each resolved to one of the four base types."""
+"""User-defined type declarations, each resolved to one of the four base types, or to a
+record or ADT type.
+
+Inside the front end a record type is the string ``"record R"`` and an ADT ``"adt T"``
+(``R``, ``T`` the declared names; aliases resolve to them); their columns are ``number``
+columns of record ids in the IR, described for IO by :class:`gpu_engine.ir.RecordFormat`.
+"""
 
 from __future__ import annotations
 
 from gpu_engine.host.lang.dl_syntax import Named, TypeStmt
 
-from gpu_engine.ir import COLUMN_TYPES, ColumnType, Location, ProgramError
+from gpu_engine.ir import COLUMN_TYPES, ColumnType, Location, ProgramError, RecordFormat
+
+
+def is_record_type(t: str | None) -> bool:
+    """Whether a front-end type is a record or ADT type."""
+    return t is not None and t.startswith(("record ", "adt "))
+
+
+def column_type(t: str) -> ColumnType:
+    """The IR column type of a front-end type (records and ADTs are ids: number)."""
+    return "number" if is_record_type(t) else t  # type: ignore[return-value]
 
 
 class TypeEnv:
@@ -22,19 +38,69 @@ class TypeEnv:
                     f"type '{name}' redeclared (first declared at {first})", d.name.loc
                 )
             self._decls[name] = d
-        self._base: dict[str, ColumnType] = {t: t for t in COLUMN_TYPES}  # type: ignore[misc]
+        self._base: dict[str, str] = {t: t for t in COLUMN_TYPES}
+        # ADT branch name -> (ADT type, branch index, its (field name, type name) pairs)
+        self.branches: dict[str, tuple[str, int, tuple]] = {}
+        self._formats: dict[str, RecordFormat] = {}
+        for d in decls:
+            if d.kind == "record":
+                self._base[d.name.name] = f"record {d.name.name}"
+            elif d.kind == "adt":
+                self._base[d.name.name] = f"adt {d.name.name}"
+                for k, (branch, fields) in enumerate(d.branches):
+                    if branch.name in self.branches:
+                        raise ProgramError(f"ADT branch '{branch.name}' declared twice",
+                                           branch.loc)
+                    self.branches[branch.name] = (f"adt {d.name.name}", k, fields)
         for d in decls:
             self._resolve(d.name.name, d.name.loc, ())
+        for d in decls:  # field types must exist
+            pairs = [*d.fields, *(f for _, fs in d.branches for f in fs)]
+            for _fname, ftype in pairs:
+                self.base(ftype)
 
-    def base(self, type_name: Named) -> ColumnType:
-        """The base type of a type name used in a program; unknown names are errors."""
+    def base(self, type_name: Named) -> str:
+        """The base (or record/ADT) type of a type name; unknown names are errors."""
         return self._resolve(type_name.name, type_name.loc, ())
 
-    def base_of(self, name: str, loc: Location) -> ColumnType:
+    def base_of(self, name: str, loc: Location) -> str:
         """Like :meth:`base` for a bare name and location."""
         return self._resolve(name, loc, ())
 
-    def _resolve(self, name: str, loc: Location, visiting: tuple[str, ...]) -> ColumnType:
+    def record_fields(self, t: str) -> list[str]:
+        """Front-end types of the fields of record type ``t`` (``"record R"``)."""
+        decl = self._decls[t.split(" ", 1)[1]]
+        return [self.base(ftype) for _, ftype in decl.fields]
+
+    def branch(self, name: str, loc: Location) -> tuple[str, int, list[str]]:
+        """ADT type, branch index and field types of the branch ``name``."""
+        if name not in self.branches:
+            raise ProgramError(f"unknown ADT branch '{name}'", loc)
+        adt, k, fields = self.branches[name]
+        return adt, k, [self.base(ftype) for _, ftype in fields]
+
+    def format(self, t: str) -> RecordFormat | None:
+        """The IO description of front-end type ``t`` (None for base types)."""
+        if not is_record_type(t):
+            return None
+        if t in self._formats:
+            return self._formats[t]
+        kind, name = t.split(" ", 1)
+        fmt = RecordFormat(name, kind)  # type: ignore[arg-type]
+        self._formats[t] = fmt  # before the fields: recursive types refer to it
+        decl = self._decls[name]
+        if kind == "record":
+            fmt.fields = [(f.name, self._field_format(ft)) for f, ft in decl.fields]
+        else:
+            fmt.branches = [(b.name, [self._field_format(ft) for _, ft in fs])
+                            for b, fs in decl.branches]
+        return fmt
+
+    def _field_format(self, type_name: Named) -> ColumnType | RecordFormat:
+        t = self.base(type_name)
+        return self.format(t) or t  # type: ignore[return-value]
+
+    def _resolve(self, name: str, loc: Location, visiting: tuple[str, ...]) -> str:
         if name in self._base:
             return self._base[name]
         decl = self._decls.get(name)

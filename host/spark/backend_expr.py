@@ -64,7 +64,9 @@ def check_term(t: Term, types: Mapping[str, ColumnType], where: str) -> None:
     op, typ = t.op, t.type
     arg_types = [term_type(a, types) for a in t.args]
     bad = None
-    if op == "ord":
+    if op in ("pack", "field"):
+        bad = "records and ADTs (their ids belong to the local engine's record table)"
+    elif op == "ord":
         bad = "'ord' (its value is a dictionary id of the local engine)"
     elif op == "to_float":
         bad = "'to_float' of a symbol"

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from gpu_engine.ir import Location, ProgramError
 
+from .cli_souffle import add_souffle_options, add_version, program_source, set_threads
 from .io import read_facts, write_text_atomic
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ FORMAT_HELP = ("default IO of .input/.output directives that name none: 'file' (
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpu-engine",
                                 description="GPU-accelerated columnar Datalog engine")
+    add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="materialise a program and write its .output relations")
     run.add_argument("program", help="Datalog program (.dl, Soufflé syntax)")
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "derivation counters to this store (for export and update)")
     run.add_argument("--force", action="store_true",
                      help="with --store: replace an existing store (refused without it)")
+    add_souffle_options(run)  # -I, -M, --no-preprocessor, -j, -w, --version; refused ones
     exp = sub.add_parser("export", help="write the .output relations of a store")
     exp.add_argument("store", metavar="STORE_DIR")
     exp.add_argument("-D", "--output", default=".",
@@ -170,9 +173,10 @@ def _run(args: argparse.Namespace) -> int:
             raise ProgramError(f"--spark-conf expects KEY=VALUE, got {bad[0]!r}")
         kwargs = {"backend": "spark", "spark": session(args.master, conf=conf)}
     with progress:
-        r = Reasoner(Path(args.program), device=args.device, progress=progress.hook,
+        set_threads(args.jobs)
+        r = Reasoner(program_source(args), device=args.device, progress=progress.hook,
                      counting=bool(args.store), modules=args.modules, **kwargs)
-        for note in r.notes:
+        for note in [] if args.no_warn else r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
         r.load_inputs(args.facts, default_io=args.format)

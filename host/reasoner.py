@@ -19,6 +19,7 @@ from gpu_engine.values import encode_scalar
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows
 from .io_params import IOOptions, check_params, io_options
+from .lang.dl_source import ProgramSource, expand_source, load_source
 from .lang.parser import ParsedProgram, parse_program
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class Reasoner:
             return super().__new__(SparkReasoner)
         return super().__new__(cls)
 
-    def __init__(self, program: str | Path, device: str = "auto", *, counting: bool = False,
-                 progress: Any = None, symbols: SymbolTable | None = None,
+    def __init__(self, program: str | Path | ProgramSource, device: str = "auto", *,
+                 counting: bool = False, progress: Any = None, symbols: SymbolTable | None = None,
                  modules: str = "auto", backend: str = "local") -> None:
         self.source_text, self.source_name = _source(program)
         self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
@@ -306,14 +307,20 @@ class Reasoner:
         self.engine.add_facts(name, cols)
 
 
-def _source(program: str | Path) -> tuple[str, str]:
-    """(program text, name used in error locations) for Datalog text or a .dl path."""
+def _source(program: str | Path | ProgramSource) -> tuple[str, str]:
+    """(program text, name used in error locations) for Datalog text, a .dl path or a
+    :class:`ProgramSource`; the text is preprocessed and its ``.include``s spliced in
+    (see :mod:`host.lang.dl_source`), so that it stands alone (as a store keeps it)."""
+    if isinstance(program, ProgramSource):
+        return program.text, program.name
     if isinstance(program, Path):
-        return program.read_text(encoding="utf-8-sig"), str(program)
+        src = load_source(program)
+        return src.text, src.name
     text = str(program)
     if "\n" not in text and text.endswith(".dl") and Path(text).exists():
-        return Path(text).read_text(encoding="utf-8-sig"), text
-    return text, "<program>"
+        src = load_source(text)
+        return src.text, src.name
+    return expand_source(text, "<program>"), "<program>"
 
 
 def _columns_of(data: Any, arity: int, relation: str, attrs: list[str]) -> list[Any]:

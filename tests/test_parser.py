@@ -210,11 +210,11 @@ def test_directives_with_parameters() -> None:
 
 def test_notes_for_ignored_constructs() -> None:
     p = parse(
-        '.decl A(x:number) inline btree\n.pragma "magic-transform" "*"\n'
+        '.decl A(x:number) no_inline btree\n.pragma "magic-transform" "*"\n'
         "A(1).\nA(x) :- A(x).\n.plan 0:(1)\n"
     )
     assert len(p.notes) == 4
-    assert p.notes[0].startswith("t.dl:1:19: ignored the 'inline' qualifier")
+    assert p.notes[0].startswith("t.dl:1:19: ignored the 'no_inline' qualifier")
     assert p.notes[2].startswith("t.dl:5:1: ignored .plan")
     # the magic-set transformation is applied, not ignored (tests/test_magic.py)
     assert p.notes[3].startswith("t.dl:2:1: magic-transform: demand-driven evaluation of A")
@@ -503,7 +503,6 @@ def test_safe_programs() -> None:
         ("A(c) :- A(x), c = @f(x).", 2, 19, "user-defined functors"),
         ("A(c) :- A(x), c = [x, x].", 2, 19, "a record but"),
         (".functor f(x:number):number", 2, 1, ".functor"),
-        (".comp C { }", 2, 1, "components"),
         (".limitsize A(n=5)", 2, 1, ".limitsize"),
         ("A(x) :- A(y), x = 1 + range(1, 5).", 2, 23, "'range' is only supported"),
     ],

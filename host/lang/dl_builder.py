@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_engine.host.lang.dl_syntax import (
+    CompStmt,
+    CompType,
     DeclStmt,
+    InitStmt,
     IOStmt,
     Named,
     NoteStmt,
+    OverrideStmt,
     RuleStmt,
     SAdt,
     SAgg,
@@ -79,9 +83,6 @@ _UNSUPPORTED_TERMS = {
 
 _UNSUPPORTED_DIRECTIVES = {
     ".functor": "user-defined functor declarations (.functor) are not supported",
-    ".comp": "components (.comp) are not supported",
-    ".init": "component instantiation (.init) is not supported",
-    ".override": "component overrides (.override) are not supported",
 }
 
 
@@ -134,7 +135,8 @@ class Builder(Transformer):
         self.filename = "<input>"
 
     def _loc(self, tok: Token) -> Location:
-        return Location(self.filename, tok.line or 0, tok.column or 0)
+        # tokens from an included file or a preprocessed text name their own file
+        return Location(getattr(tok, "file", self.filename), tok.line or 0, tok.column or 0)
 
     def _named(self, tok: Token) -> Named:
         return Named(str(tok), self._loc(tok))
@@ -154,8 +156,14 @@ class Builder(Transformer):
     def attributes(self, children: list[tuple[Named, Named]]) -> tuple[tuple[Named, Named], ...]:
         return tuple(children)
 
-    def attribute(self, children: list[Token]) -> tuple[Named, Named]:
-        return self._named(children[0]), self._named(children[1])
+    def attribute(self, children: list[Any]) -> tuple[Named, Named]:
+        return self._named(children[0]), children[1]
+
+    def qualified_name(self, children: list[Token]) -> Named:
+        return Named(".".join(str(t) for t in children), self._loc(children[0]))
+
+    def qualified_list(self, children: list[Named]) -> tuple[Named, ...]:
+        return tuple(children)
 
     def qualifier(self, children: list[Token]) -> Named:
         return self._named(children[0])
@@ -168,12 +176,10 @@ class Builder(Transformer):
 
     def subtype_decl(self, children: list[Token]) -> TypeStmt:
         _, name, _, base = children
-        return TypeStmt("subtype", self._named(name), (self._named(base),))
+        return TypeStmt("subtype", self._named(name), (base,))
 
     def union_decl(self, children: list[Token]) -> TypeStmt:
-        return TypeStmt(
-            "union", self._named(children[1]), tuple(self._named(t) for t in children[2:])
-        )
+        return TypeStmt("union", self._named(children[1]), tuple(children[2:]))
 
     def record_decl(self, children: list[Any]) -> TypeStmt:
         fields = children[3] or ()
@@ -225,6 +231,26 @@ class Builder(Transformer):
         key, value = (str(a)[1:-1] if a is not None else "" for a in (args + [None, None])[:2])
         return NoteStmt(f"ignored .pragma {text}", self._loc(kw), (key, value))
 
+    # ---- components -------------------------------------------------------------------
+
+    def component(self, children: list[Any]) -> CompStmt:
+        kw, head, *rest = children
+        bases = tuple(c for c in rest if isinstance(c, CompType))
+        body = tuple(c for c in rest if c is not None and not isinstance(c, CompType))
+        return CompStmt(head, bases, body, self._loc(kw))
+
+    def comp_type(self, children: list[Any]) -> CompType:
+        name, *args = children
+        return CompType(self._named(name), tuple(a for a in args if a is not None))
+
+    def comp_init(self, children: list[Any]) -> InitStmt:
+        kw, name, comp = children
+        return InitStmt(self._named(name), comp, self._loc(kw))
+
+    def comp_override(self, children: list[Token]) -> OverrideStmt:
+        kw, name = children
+        return OverrideStmt(self._named(name), self._loc(kw))
+
     def unsupported_directive(self, children: list[Token]) -> None:
         tok = children[0]
         raise ProgramError(_UNSUPPORTED_DIRECTIVES[str(tok)], self._loc(tok))
@@ -275,7 +301,7 @@ class Builder(Transformer):
 
     def atom(self, children: list[Any]) -> SAtom:
         name, args = children
-        return SAtom(str(name), tuple(args or ()), self._loc(name))
+        return SAtom(name.name, tuple(args or ()), name.loc)
 
     def args(self, children: list[STerm]) -> tuple[STerm, ...]:
         return tuple(children)

@@ -31,24 +31,38 @@ _MASTER = re.compile(
     re.VERBOSE,
 )
 
-# `# 12 "file.dl"` and `#line 12 "file.dl"` markers (as cpp writes them) are skipped.
-_LINE_MARKER = re.compile(r"#\s*(line\s+)?\d+(\s|$)")
+# `# 12 "file.dl"` and `#line 12 "file.dl"` markers (as cpp and the .include expansion of
+# host/lang/dl_source.py write them): the next line is line 12 of file.dl.
+_LINE_MARKER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?(?:\s|$)')
+
+
+class SourceToken(Token):
+    """A token that knows the file it was read from (line markers switch files)."""
+
+    __slots__ = ("file",)
+
+
+def marker_file(raw: str) -> str:
+    """The file name of a line marker, with cpp's escapes (``\\``, ``\"``) resolved."""
+    return re.sub(r"\\(.)", r"\1", raw)
 
 
 class LexError(Exception):
     """A lexical error at ``line``/``column`` (converted to ProgramError by the parser)."""
 
-    def __init__(self, message: str, line: int, column: int) -> None:
+    def __init__(self, message: str, line: int, column: int, file: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
+        self.file = file
 
 
 class DatalogLexer(Lexer):
     """Contextual lexer: see the module docstring."""
 
     __future_interface__ = 2
+    filename = "<input>"  # the parsed text's file name (set by the parser, for __FILE__)
 
     def __init__(self, lexer_conf: Any) -> None:
         self.keywords: dict[str, str] = {}
@@ -75,23 +89,33 @@ class DatalogLexer(Lexer):
         match = _MASTER.match
         keywords, directives, punct = self.keywords, self.directives, self.punct
         pos, end, line, line_start = 0, len(text), 1, 0
+        file: str | None = None  # None: the parsed text's own file name
         while pos < end:
             m = match(text, pos)
             kind = m.lastgroup if m is not None else "OPEN_COMMENT"
             if kind == "OPEN_COMMENT":
-                raise self._error(text, pos, line, pos - line_start + 1)
+                err = self._error(text, pos, line, pos - line_start + 1)
+                err.file = file
+                raise err
             value = m.group()
             column = pos - line_start + 1
             if kind in ("WS", "COMMENT", "PREPROCESSOR", "STRING"):
-                if kind == "PREPROCESSOR" and not _LINE_MARKER.match(value):
-                    raise LexError(
-                        f"C preprocessor directive '{value.split()[0]}' is not supported "
-                        "(run the C preprocessor first)",
-                        line,
-                        column,
-                    )
+                if kind == "PREPROCESSOR":
+                    marker = _LINE_MARKER.match(value)
+                    if marker is None:
+                        raise LexError(
+                            f"C preprocessor directive '{value.split()[0]}' is not supported "
+                            "here (the C preprocessor runs on program files that use "
+                            "directives; see --no-preprocessor)",
+                            line,
+                            column,
+                            file,
+                        )
+                    line = int(marker.group(1)) - 1  # the marker's own newline follows
+                    if marker.group(2) is not None:
+                        file = marker_file(marker.group(2))
                 if kind == "STRING":
-                    yield Token("STRING", value, pos, line, column)
+                    yield _token("STRING", value, pos, line, column, file)
                 newlines = value.count("\n")
                 if newlines:
                     line += newlines
@@ -101,6 +125,10 @@ class DatalogLexer(Lexer):
             if kind == "IDENT":
                 kw = keywords.get(value)
                 ttype = kw if kw is not None and kw in states[stack[-1]] else "IDENT"
+                if value in ("__LINE__", "__FILE__"):  # as Soufflé's lexer does
+                    yield _special(value, pos, line, column, file)
+                    pos += len(value)
+                    continue
             elif kind == "NUMBER":
                 ttype = "NUMBER"
             elif kind == "PUNCT":
@@ -113,7 +141,7 @@ class DatalogLexer(Lexer):
                 ttype = keywords.get("choice-domain", "CHOICE_DOMAIN")
                 if ttype not in states[stack[-1]]:
                     value, ttype = "choice", "IDENT"
-            yield Token(ttype, value, pos, line, column)
+            yield _token(ttype, value, pos, line, column, file)
             pos += len(value)
 
     @staticmethod
@@ -123,3 +151,20 @@ class DatalogLexer(Lexer):
         if text.startswith('"', pos):
             return LexError("syntax error: unterminated string literal", line, column)
         return LexError(f"syntax error: unexpected character {text[pos]!r}", line, column)
+
+
+def _token(ttype: str, value: str, pos: int, line: int, column: int, file: str | None) -> Token:
+    if file is None:
+        return Token(ttype, value, pos, line, column)
+    tok = SourceToken(ttype, value, pos, line, column)
+    tok.file = file
+    return tok
+
+
+def _special(name: str, pos: int, line: int, column: int, file: str | None) -> Token:
+    """``__LINE__`` as a number, ``__FILE__`` as a string literal."""
+    if name == "__LINE__":
+        return _token("NUMBER", str(line), pos, line, column, file)
+    path = file or DatalogLexer.filename
+    quoted = '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return _token("STRING", quoted, pos, line, column, file)

@@ -180,7 +180,7 @@ class Lowering:
                     notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
             elif q.name in _IO_QUALIFIERS:
                 directives.extend(Directive(q.name, n.name, {}, q.loc) for n in stmt.names)  # type: ignore[arg-type]
-            else:
+            elif q.name != "overridable":  # overridable: used by host.lang.dl_components
                 notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
         relations = self.program.relations
         for n in stmt.names:

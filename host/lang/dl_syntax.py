@@ -246,4 +246,42 @@ class NoteStmt:
     pragma: tuple[str, str] | None = None
 
 
-Statement = DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt
+# --- components (expanded away by host.lang.dl_components before lowering) ---------------
+
+
+@dataclass(frozen=True)
+class CompType:
+    """A component name with its type arguments: ``Name<T1, T2>``."""
+
+    name: Named
+    args: tuple[Named, ...]
+
+
+@dataclass(frozen=True)
+class CompStmt:
+    """``.comp Name<P...> : Base<...>, ... { body }``."""
+
+    head: CompType
+    bases: tuple[CompType, ...]
+    body: tuple[Statement, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class InitStmt:
+    """``.init instance = Name<args>``."""
+
+    name: Named
+    comp: CompType
+    loc: Location
+
+
+@dataclass(frozen=True)
+class OverrideStmt:
+    """``.override relation`` inside a component."""
+
+    name: Named
+    loc: Location
+
+
+Statement = DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt | CompStmt | InitStmt | OverrideStmt

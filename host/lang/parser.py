@@ -24,9 +24,12 @@ from importlib import resources
 from pathlib import Path
 
 from gpu_engine.host.lang.dl_builder import Builder
+from gpu_engine.host.lang.dl_components import expand_components
+from gpu_engine.host.lang.dl_inline import inline_relations
 from gpu_engine.host.lang.dl_lexer import DatalogLexer, LexError
 from gpu_engine.host.lang.dl_lower import Lowering
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
+from gpu_engine.host.lang.dl_source import SourceOptions, expand_source, load_source
 from gpu_engine.host.lang.dl_syntax import Statement
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -63,23 +66,31 @@ def _parser() -> tuple[Lark, Builder]:
 
 
 def parse_program(text: str, filename: str = "<input>") -> ParsedProgram:
-    """Parse and check a program given as text; ``filename`` is used in locations."""
+    """Parse and check a program given as text; ``filename`` is used in locations.
+
+    ``.include`` directives are resolved relative to ``filename``'s folder; the text is not
+    run through the C preprocessor (:func:`parse_file` and the ``Reasoner`` do that)."""
+    if ".include" in text or ".once" in text:
+        text = expand_source(text, filename, SourceOptions(preprocessor=False))
     lark, builder = _parser()
     gc_enabled = gc.isenabled()
     gc.disable()  # the trees are acyclic; collecting during the parse only costs time
     try:
         with _LOCK:
             builder.filename = filename
+            DatalogLexer.filename = filename
             try:
                 statements = lark.parse(text)
             except UnexpectedInput as e:
                 raise _syntax_error(e, text, filename, lark) from None
             except LexError as e:
-                raise ProgramError(e.message, Location(filename, e.line, e.column)) from None
+                raise ProgramError(
+                    e.message, Location(e.file or filename, e.line, e.column)
+                ) from None
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))  # long operator chains nest deeply
         try:
-            return Lowering(statements).run()
+            return Lowering(inline_relations(expand_components(statements))).run()
         finally:
             sys.setrecursionlimit(limit)
     finally:
@@ -92,18 +103,19 @@ def parse_statements(text: str, filename: str = "<input>") -> list[Statement]:
     lark, builder = _parser()
     with _LOCK:
         builder.filename = filename
+        DatalogLexer.filename = filename
         try:
             return lark.parse(text)  # type: ignore[return-value]
         except UnexpectedInput as e:
             raise _syntax_error(e, text, filename, lark) from None
         except LexError as e:
-            raise ProgramError(e.message, Location(filename, e.line, e.column)) from None
+            raise ProgramError(e.message, Location(e.file or filename, e.line, e.column)) from None
 
 
-def parse_file(path: str | Path) -> ParsedProgram:
-    """Parse and check the program in ``path``."""
-    p = Path(path)
-    return parse_program(p.read_text(encoding="utf-8-sig"), str(p))
+def parse_file(path: str | Path, options: SourceOptions | None = None) -> ParsedProgram:
+    """Parse and check the program in ``path`` (preprocessed, ``.include``s spliced)."""
+    source = load_source(path, options)
+    return parse_program(source.text, source.name)
 
 
 # --- syntax errors ---------------------------------------------------------------------
@@ -152,7 +164,7 @@ def _syntax_error(e: UnexpectedInput, text: str, filename: str, lark: Lark) -> P
             )
         return ProgramError(
             f"syntax error: unexpected {_describe_token(tok)}, expected {expected}",
-            Location(filename, tok.line or 0, tok.column or 0),
+            Location(getattr(tok, "file", filename), tok.line or 0, tok.column or 0),
         )
     if isinstance(e, UnexpectedCharacters):
         loc = Location(filename, e.line, e.column)

@@ -104,9 +104,9 @@ class DatalogLexer(Lexer):
                     marker = _LINE_MARKER.match(value)
                     if marker is None:
                         raise LexError(
-                            f"C preprocessor directive '{value.split()[0]}' is not supported "
-                            "here (the C preprocessor runs on program files that use "
-                            "directives; see --no-preprocessor)",
+                            f"C preprocessor directive '{value.split()[0]}', but the text "
+                            "was not run through the C preprocessor (--no-preprocessor, or "
+                            "parsed directly: load the file, or see host.lang.dl_source)",
                             line,
                             column,
                             file,

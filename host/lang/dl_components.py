@@ -33,6 +33,7 @@ from gpu_engine.host.lang.dl_syntax import (
     InitStmt,
     IOStmt,
     Named,
+    NoteStmt,
     OverrideStmt,
     RuleStmt,
     SAtom,
@@ -138,8 +139,12 @@ class _Expander:
                 comp.inits.append(s)
             elif isinstance(s, OverrideStmt):
                 comp.overrides.setdefault(s.name.name, s.name)
-            else:  # notes (.plan, .pragma) are reported once, not per instance
+            elif isinstance(s, NoteStmt):  # .plan, .pragma: reported once, not per instance
                 self.notes.append(s)
+            else:
+                loc = getattr(s, "loc", None) or getattr(getattr(s, "name", None), "loc", None)
+                raise ProgramError(f"{type(s).__name__} is not supported inside a component",
+                                   loc or stmt.loc)
 
     def lookup(self, scope: _Comp | None, name: str, binding: Binding) -> _Comp | None:
         """The component ``name`` (or the one a type parameter binds it to) seen from

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from gpu_engine.host.lang.dl_aggregate import first_aggregate
+from gpu_engine.host.lang.dl_components import expand_components
 from gpu_engine.host.lang.dl_lower import expand_body
 from gpu_engine.host.lang.dl_records import flatten_records
 from gpu_engine.host.lang.dl_safety import check_safety
@@ -287,7 +288,7 @@ def program_types(reasoner: Reasoner) -> TypeEnv:
     """The type declarations of the reasoner's program (parsed once, on first need)."""
     env = reasoner.__dict__.get("_query_types")
     if env is None:
-        stmts = parse_statements(reasoner.source_text, reasoner.source_name)
+        stmts = expand_components(parse_statements(reasoner.source_text, reasoner.source_name))
         env = TypeEnv([s for s in stmts if isinstance(s, TypeStmt)])
         reasoner.__dict__["_query_types"] = env
     return env

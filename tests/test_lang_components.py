@@ -211,3 +211,12 @@ def test_component_errors_in_included_files_name_their_file(tmp_path: Path) -> N
     rc, _, err = run_cli(["run", str(tmp_path / "main.dl"), "-D", str(tmp_path),
                           "--device", "cpu", "--quiet"])
     assert rc == 1 and f"{tmp_path / 'lib.dl'}:5:12: override of relation 'r'" in err, err
+
+
+def test_subsumptive_and_aggregate_rules_inside_components_equal_the_flat_program() -> None:
+    body = (" .decl r(x:number, y:number)\n r(1, 5). r(1, 3). r(2, 4).\n"
+            " r(x, y1) <= r(x, y2) :- y1 > y2.\n .decl t(n:number)\n"
+            " t(n) :- n = sum y : { r(_, y) }.\n")
+    flat = run(body)
+    got = run(".comp C {\n" + body + "}\n.init c = C\n")
+    assert got["c.r"] == flat["r"] and got["c.t"] == flat["t"]

@@ -132,7 +132,8 @@ class _Expander:
             elif isinstance(s, IOStmt):
                 comp.ios.append(s)
             elif isinstance(s, RuleStmt):
-                comp.clauses.extend(RuleStmt((h,), s.body, h.loc) for h in s.heads)
+                comp.clauses.extend([s] if len(s.heads) == 1 else
+                                    [replace(s, heads=(h,), loc=h.loc) for h in s.heads])
             elif isinstance(s, CompStmt):
                 self._declare(s, comp, comp.comps)
             elif isinstance(s, InitStmt):

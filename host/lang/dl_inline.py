@@ -28,10 +28,14 @@ from gpu_engine.host.lang.dl_syntax import (
     SAnd,
     SAtom,
     SBool,
+    SCall,
+    SCast,
     SCmp,
     SFormula,
     SNot,
+    SNum,
     SOr,
+    SStr,
     Statement,
     STerm,
     SVar,
@@ -192,6 +196,10 @@ class _Inliner:
         subst: dict[str, STerm] = {}
         pending: list[tuple[STerm, STerm]] = []
         for h, a in zip(clause.head.args, atom.args, strict=True):
+            if not isinstance(h, (SVar, SWild, SNum, SStr, SCall, SCast)):
+                raise ProgramError(f"cannot inline '{atom.relation}': record or ADT patterns in "
+                                   "the heads of inline relations are not supported (declare "
+                                   "it without 'inline')", getattr(h, "loc", clause.loc))
             if isinstance(a, SWild):
                 a = SVar(f"_~{k}~{len(subst) + len(pending)}", a.loc)
             if isinstance(h, SVar) and h.name not in subst:

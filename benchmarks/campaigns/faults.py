@@ -434,16 +434,18 @@ def trial_readonly(c: Campaign, setup: Setup, s: int, rng: random.Random, d: Pat
     store.mkdir(exist_ok=True)
     target = rng.choice([store, out] if op != "export" else [out])
     mode = "chmod" if s % 2 else "ro-mount"
-    cmd = cli_cmd(setup.args(op, store, out))
-    mounted = False
-    if mode == "chmod":
-        cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *cmd]
-    else:
-        mounted = subprocess.run(["mount", "--bind", str(target), str(target)],
-                                 capture_output=True).returncode == 0
-        if not mounted:
+    plain = cli_cmd(setup.args(op, store, out))
+    # root ignores permission bits unless the child runs without CAP_DAC_OVERRIDE
+    unprivileged = (["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
+                     *plain] if os.geteuid() == 0 and shutil.which("setpriv") else plain)
+    cmd, mounted = unprivileged, False
+    if mode == "ro-mount":
+        mounted = os.geteuid() == 0 and subprocess.run(
+            ["mount", "--bind", str(target), str(target)], capture_output=True).returncode == 0
+        if mounted:
+            cmd = plain
+        else:
             mode = "chmod"
-            cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *cmd]
     t = Trial(c, s, "readonly", f"{target.name} made read-only ({mode}) during: "
               f"gpu-engine {' '.join(setup.args(op, store, out))}")
     delay = rng.uniform(0, total)

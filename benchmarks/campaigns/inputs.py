@@ -20,8 +20,9 @@ six kinds, in turn:
 - ``store``: a copy of a store made by ``run --store`` with one file corrupted, truncated,
   deleted or edited (``CURRENT``, ``meta.json``, ``program.dl`` included), then ``export`` or
   ``update``;
-- ``cli``: a random argument list over the real flags, odd values and paths, or (one in
-  four) a valid ``run``/``update``/``export`` with odd options added (``--stats-json PATH``).
+- ``cli``: a random argument list over the real flags, odd values and paths; or (one in
+  five) a valid ``run``/``update``/``export`` with odd options added (``--stats-json PATH``);
+  or (one in five) ``explain``/``query`` over the store with a mutated fact or query.
 
 The CLI runs in-process (``gpu_engine.host.cli.main``) with the working directory inside the
 case's own folder.  The judge: the run succeeds, or exits nonzero with a one-line error
@@ -553,7 +554,22 @@ def case_cli(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, Any])
              "missing/deeper", "out/stats.json", "afile/x", "store/CURRENT", "store/LOCK",
              str(d / "prog.dl"), str(d / "facts"), str(base["ins"]), ".", "..",
              "out/../out", "facts/n.facts"]
-    if rng.random() < 0.25:  # a valid command with a few odd options added
+    r = rng.random()
+    if r < 0.2:  # explain / query over the store, the fact or query text mutated
+        text = rng.choice(['path("n1", "n2")', 'far(3, "zz")', "far(7, \"n9\")",
+                           'path(X, Y), far(N, Y), N > 0', 'path("n1", Y), !far(_, Y)',
+                           "edge(N, Y), N < 3", 'node(X), X != "n3"'])
+        mutated = mutate_bytes(text.encode(), rng)[0] if rng.random() < 0.7 else text.encode()
+        query = mutated.decode("utf-8", "surrogateescape")
+        sub = "explain" if "," not in text or rng.random() < 0.3 else "query"
+        argv = [sub, "store", query, "--device", "cpu"]
+        argv += rng.choice([[], ["--json"], ["--format", rng.choice(["csv", "json", "x"])],
+                            ["--limit", rng.choice(["1", "0", "-1", "x"])], ["--header"],
+                            ["--stats"]])
+        j.cli("cli", s, argv, f"{sub} text {mutated!r}", outs=(d / "out",),
+              stores=(d / "store",))
+        return
+    if r < 0.4:  # a valid command with a few odd options added
         argv = rng.choice([["run", "prog.dl", "-F", "facts", "-D", "out"],
                            ["update", "store", "--insert", str(base["ins"]), "-D", "out"],
                            ["export", "store", "-D", "out"]])

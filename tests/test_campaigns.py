@@ -109,3 +109,18 @@ def test_parquet_parts_with_clashing_schemas_name_the_file(tmp_path: Path) -> No
     res = run_cli(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", "-"])
     assert res.rc == 1 and res.problem() is None, res.stderr
     assert str(data) in res.stderr, res.stderr
+
+
+def test_explain_fact_with_a_line_break_is_a_clear_error(tmp_path: Path) -> None:
+    """campaign fuzz-inputs seed 10721: a line break inside the fact's values raised
+    csv.Error out of main()."""
+    from benchmarks.campaigns.common import run_cli
+
+    prog = tmp_path / "p.dl"
+    prog.write_text('.decl far(n: number, s: symbol)\n.output far\nfar(3, "zz").\n')
+    assert run_cli(["run", str(prog), "-D", str(tmp_path / "out"), "--store",
+                    str(tmp_path / "store"), "--device", "cpu"]).rc == 0
+    res = run_cli(["explain", str(tmp_path / "store"), 'far(3, "zz")\nfar(3, "zz\x1f)',
+                   "--device", "cpu"])
+    assert res.rc == 1 and res.problem() is None, res.traceback or res.stderr
+    assert res.stderr.startswith("<fact>:1:"), res.stderr

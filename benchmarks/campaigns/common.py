@@ -116,8 +116,8 @@ class CliResult:
         # message may quote from the input
         lines = [ln for ln in self.stderr.split("\n") if ln.strip() and
                  not ln.startswith("note: ") and not ln.startswith("warning: ")]
-        if not lines:
-            return "silent failure (nonzero exit, nothing on stderr)"
+        if not lines and not self.stdout.strip():  # explain: "... does not hold", exit 1
+            return "silent failure (nonzero exit, no message)"
         if self.rc == 2 and any(ln.startswith("usage:") for ln in lines):
             return None  # argparse: usage lines and one "gpu-engine ...: error: ..." line
         if len(lines) > 1 and not self.stats:  # --stats prints its table on stderr

@@ -5,7 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-input bench bench-incremental bench-modules bench-chain bench-small \
+.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs faults bench bench-incremental \
+	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean
 
 # the demo needs only the engine's own dependencies; tests, benchmarks and Spark need the
@@ -33,6 +34,24 @@ test: $(STAMP)
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest -q tests/test_fuzz.py
+
+## fuzz-programs: N generated programs (default 10000) against the reference evaluator;
+##   one JSON line (counts, seeds, failures with reproducers) in benchmarks/results/
+fuzz-programs: $(STAMP)
+	$(PY) -m benchmarks.campaigns.programs --n $(or $(N),10000) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_programs.jsonl
+
+## fuzz-inputs: N malformed programs, fact files (CSV/TSV/Parquet/N-Triples), stores and
+##   argument lists (default 10000): clear errors only, no traceback, no partial write
+fuzz-inputs: $(STAMP)
+	$(PY) -m benchmarks.campaigns.inputs --n $(or $(N),10000) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_inputs.jsonl
+
+## faults: N injected faults (default 210: SIGKILL, ENOSPC on a tmpfs, EIO, read-only
+##   folders, concurrent writers) during run --store / update / export; as root for tmpfs
+faults: $(STAMP)
+	$(PY) -m benchmarks.campaigns.faults --n $(or $(N),210) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/faults.jsonl
 
 ## fuzz-input: malformed fact files and CLI arguments (CASES, default 10000; SEED), JSON results
 fuzz-input: $(STAMP)

@@ -72,8 +72,12 @@ def parse_fact(text: str, relations: dict[str, Relation]) -> tuple[str, list[Any
     if rel is None:
         raise ProgramError(f"unknown relation '{name}'", Location(WHERE, 1, m.start(1) + 1))
     col = m.start(2) + 1
-    fields = next(csv.reader([inner], skipinitialspace=True, quotechar='"',
-                             escapechar="\\")) if inner.strip() else []
+    try:
+        fields = next(csv.reader([inner], skipinitialspace=True, quotechar='"',
+                                 escapechar="\\")) if inner.strip() else []
+    except csv.Error as exc:  # e.g. a line break inside the values
+        raise ProgramError(f"cannot read the values of {name}: {exc}",
+                           Location(WHERE, 1, col)) from None
     if len(fields) != rel.arity:
         raise ProgramError(f"{name} has {rel.arity} attributes, the fact gives {len(fields)}",
                            Location(WHERE, 1, col))

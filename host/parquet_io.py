@@ -37,8 +37,9 @@ def read_parquet_table(path: str | Path, what: str) -> pa.Table:
         dataset = ds.dataset(path, format="parquet", partitioning="hive",
                              exclude_invalid_files=False)
         return dataset.to_table()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise FactsError(f"cannot read Parquet data for {what}: {exc}",
+    except (pa.ArrowException, OSError) as exc:  # also ArrowNotImplementedError: parts
+        detail = "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+        raise FactsError(f"cannot read Parquet data for {what}: {detail}",
                          Location(str(path), 0, 0)) from None
 
 

@@ -181,9 +181,17 @@ def _syntax_error(e: UnexpectedInput, text: str, filename: str, lark: Lark) -> P
 
 def _describe_token(tok: Token) -> str:
     if tok.type == "IDENT":
-        return f"identifier '{tok}'"
+        return f"identifier '{_one_line(tok)}'"
     if tok.type == "NUMBER":
-        return f"number {tok}"
+        return f"number {_one_line(tok)}"
     if tok.type == "STRING":
-        return f"string {tok}"
-    return f"'{tok}'"
+        return f"string {_one_line(tok)}"
+    return f"'{_one_line(tok)}'"
+
+
+def _one_line(text: str, limit: int = 60) -> str:
+    """A token as it appears in a one-line message: up to its first line break, shortened."""
+    first = text.splitlines()[0] if text else text
+    if first != text or len(first) > limit:
+        return first[:limit] + "..."
+    return first

@@ -255,6 +255,18 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
     return outputs, sizes
 
 
+def _special(path: Path) -> bool:
+    """Whether ``path`` exists and is not a regular file or directory (a device, a FIFO):
+    such an output is written into, as Soufflé does, not replaced by a rename."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _write_outputs(rendered: Outputs, output: str) -> None:
     """Write what :func:`_render_outputs` rendered and print sizes.
 
@@ -272,6 +284,7 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
     if output != "-" and any(dest != "-" for _, dest, _, _ in outputs):
         out_dir.mkdir(parents=True, exist_ok=True)
     staged: list[tuple[Path, Path, bool]] = []  # (temporary, destination, is a directory)
+    specials: list[tuple[Path, bytes]] = []
     spark_frames: list[tuple[Path, Any]] = []
     try:
         for _rel, dest, data, _ in outputs:
@@ -282,6 +295,8 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
                 raise OSError(f"cannot write output {path}: it is a directory")
             if isinstance(data, pa.Table):
                 staged.append((stage_parquet_dataset(data, path), path, True))
+            elif isinstance(data, bytes) and _special(path):
+                specials.append((path, data))  # a device or FIFO: written into, never replaced
             elif isinstance(data, bytes):
                 staged.append((stage_file(path, data), path, False))
             else:
@@ -293,6 +308,9 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
             else:
                 os.replace(tmp, path)
             staged.pop(0)
+        for path, data in specials:  # after the files: a device write cannot be undone
+            with open(path, "wb") as f:
+                f.write(data)
     finally:
         for tmp, _, is_dir in staged:
             if is_dir:

@@ -441,10 +441,15 @@ def write_text_atomic(path: Path, text: str | bytes) -> None:
     os.replace(tmp, path)
 
 
+_STAGED = 0
+
+
 def stage_file(path: Path, data: bytes) -> Path:
     """Write ``data`` to a temporary file beside ``path`` and return its name (the caller
     renames it into place, or removes it); removes it itself when the write fails."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    global _STAGED
+    _STAGED += 1  # unique per call: two outputs may name the same file
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.{_STAGED}")
     try:
         with open(tmp, "wb") as f:
             f.write(data)

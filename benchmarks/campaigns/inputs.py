@@ -182,7 +182,9 @@ class Judge:
         no lines, and a bad flag value has no file)."""
         self.c.count("errors")
         if kind in ("program", "csv"):
-            if not LOC_RE.search(line) and not re.search(r"\[Errno \d+\].*'[^']+'", line):
+            # an output that cannot be written is named by its path (it is not program text)
+            if (not LOC_RE.search(line) and not re.search(r"\[Errno \d+\].*'[^']+'", line)
+                    and not re.search(r"cannot write output /", line)):
                 self.c.fail("no_location", seed, line, repro, input_kind=kind)
             return
         if "/" not in line and ".dl" not in line and kind != "cli":

@@ -72,8 +72,21 @@ def load_source(path: str | Path, options: SourceOptions | None = None) -> Progr
     """Read the program file ``path``: preprocess it where needed and splice ``.include``s."""
     options = options or SourceOptions()
     p = Path(path)
-    text = p.read_text(encoding="utf-8-sig")
+    text = read_program_text(p)
     return ProgramSource(expand_source(text, str(p), options), str(p), options)
+
+
+def read_program_text(path: Path) -> str:
+    """A program file's text (UTF-8, an optional BOM); a byte that is not UTF-8 is a
+    ProgramError at its line and column."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ProgramError(f"invalid UTF-8 byte 0x{raw[exc.start]:02x}",
+                           Location(str(path), line, col)) from None
 
 
 def expand_source(text: str, name: str, options: SourceOptions | None = None,
@@ -211,7 +224,7 @@ def _expand_includes(text: str, name: str, options: SourceOptions, once: set[str
                 if len(stack) >= MAX_INCLUDE_DEPTH:
                     raise ProgramError(f".include nested more than {MAX_INCLUDE_DEPTH} deep "
                                        "(a file that includes itself needs .once)", where)
-                inner = resolved.read_text(encoding="utf-8-sig")
+                inner = read_program_text(resolved)
                 if options.preprocessor and (options.macros or uses_preprocessor(inner)):
                     inner = run_cpp(inner, str(resolved), resolved, options)
                 inner = _expand_includes(inner, str(resolved), options, once, [*stack, key])

@@ -192,8 +192,8 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         if typ == "symbol":
             cols.append(symbols.encode_many(raw))
             continue
-        ok = pc.match_substring_regex(raw, _INT_RE[typ])
-        if not pc.all(ok).as_py():
+        ok = pc.fill_null(pc.match_substring_regex(raw, _INT_RE[typ]), False)
+        if len(ok) and not pc.all(ok).as_py():
             bad = int(np.flatnonzero(~ok.to_numpy(zero_copy_only=False))[0])
             raise _locate_value_error(src, opts, bad, i, typ)
         text = pc.replace_substring_regex(pc.utf8_trim_whitespace(raw), r"^\+", "")

@@ -299,3 +299,16 @@ def test_ctrl_c_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_fact_file_of_blank_lines_is_empty(tmp_path: Path) -> None:
+    """Only blank lines in a non-nullary relation's facts file: no facts, no traceback
+    (fuzz-inputs seeds 22609, 24727)."""
+    from souffle_cases import run_cli
+
+    (tmp_path / "p.dl").write_text(".decl u(x: unsigned, f: float)\n.input u(delimiter=\",\")\n"
+                                   ".decl o(x: unsigned)\n.output o\no(x) :- u(x, _).\n")
+    (tmp_path / "u.facts").write_text("\n\n")
+    rc, out, err = run_cli(["run", str(tmp_path / "p.dl"), "-F", str(tmp_path), "-D", "-",
+                            "--device", "cpu", "--quiet"])
+    assert rc == 0 and "Traceback" not in err, err

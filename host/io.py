@@ -378,11 +378,13 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
     if len(cols[0]) == 0:
         return ""
     texts = [format_column(c, t, symbols) if rel.format(i) is None
-             else format_records(c, rel.format(i), symbols)  # type: ignore[arg-type]
+             else format_records(c, rel.format(i), symbols,  # type: ignore[arg-type]
+                                 quote_symbols=opts.rfc4180)
              for i, (c, (_, t)) in enumerate(zip(cols, rel.attributes))]
-    if opts.rfc4180:
+    if opts.rfc4180:  # symbols and records quoted, '"' doubled (Soufflé's rfc4180 output)
         texts = [pc.binary_join_element_wise('"', pc.replace_substring(x, '"', '""'), '"', "")
-                 if t == "symbol" else x for x, (_, t) in zip(texts, rel.attributes)]
+                 if t == "symbol" or rel.format(i) is not None else x
+                 for i, (x, (_, t)) in enumerate(zip(texts, rel.attributes))]
     try:
         if len(delimiter) == 1 and delimiter not in "\"\r\n" and not opts.rfc4180:
             return _csv_text(texts, delimiter)

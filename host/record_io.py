@@ -22,8 +22,11 @@ _NUMBER = re.compile(r"\s*([-+]?(?:0x[0-9a-fA-F]+|0b[01]+|\d+(?:\.\d*)?(?:[eE][-
 _IDENT = re.compile(r"\s*([_?A-Za-z][_?A-Za-z0-9]*)")
 
 
-def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any) -> pa.Array:
-    """Text of a column of record ids of type ``fmt``.
+def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any,
+                   quote_symbols: bool = False) -> pa.Array:
+    """Text of a column of record ids of type ``fmt`` (``quote_symbols``: symbols inside
+    are written ``"..."`` with ``\\`` and ``"`` escaped by a backslash, as Soufflé writes
+    records in ``rfc4180`` files).
 
     The records reachable from the column are collected level by level (one gather per
     field and level, no recursion), then printed in increasing id order: a record's
@@ -53,7 +56,8 @@ def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any) -> pa.Array
         todo = np.array(sorted(seen), dtype=np.int64)
         for k, (branch, ftypes) in enumerate(_shapes(f, todo, records)):
             base = [None if isinstance(ft, RecordFormat) else
-                    _base_texts(records.field(branch, j + _shift(f))[0], ft, symbols)
+                    _base_texts(records.field(branch, j + _shift(f))[0], ft, symbols,
+                                quote_symbols)
                     for j, ft in enumerate(ftypes)]
             kids = [records.field(branch, j + _shift(f))[0].tolist()
                     if isinstance(ft, RecordFormat) else None for j, ft in enumerate(ftypes)]
@@ -86,10 +90,13 @@ def _shapes(f: RecordFormat, ids: np.ndarray, records: Any) -> list[tuple[np.nda
     return [(ids[tags == k], ftypes) for k, (_, ftypes) in enumerate(f.branches)]
 
 
-def _base_texts(vals: np.ndarray, ft: Any, symbols: Any) -> list[str]:
+def _base_texts(vals: np.ndarray, ft: Any, symbols: Any, quote: bool = False) -> list[str]:
     from .io import format_column
 
-    return format_column(vals, ft, symbols).to_pylist()
+    texts = format_column(vals, ft, symbols).to_pylist()
+    if quote and ft == "symbol":
+        return ['"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in texts]
+    return texts
 
 
 # --- reading ---------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .expr import term_vars
 from .ir import Atom, Call, ColumnType, Compare, Const, Negation, Program, Relation, Rule, Term, Var
 
 MAGIC_PREFIX = "@magic_"
@@ -60,18 +61,6 @@ class MagicResult:
     program: Program
     transformed: frozenset[str]  # relations whose demand is computed instead of all of them
     adorned: dict[str, str] = field(default_factory=dict)  # adorned name -> relation
-
-
-def term_vars(t: Term) -> set[str]:
-    """Names of the variables in a term."""
-    if isinstance(t, Var):
-        return {t.name}
-    if isinstance(t, Call):
-        out: set[str] = set()
-        for a in t.args:
-            out |= term_vars(a)
-        return out
-    return set()
 
 
 def literal_vars(lit: object) -> set[str]:

@@ -27,7 +27,7 @@ from .ir import Aggregate, Atom, Negation, Rule
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator, concat_outputs
 from .stratify import normalise_rule
-from .values import float_decode, float_encode, wrap
+from .values import float_decode, float_encode, unsigned_order, unsigned_to_float, wrap
 
 Version = Callable[[str], Any]
 
@@ -84,9 +84,11 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     val = cols[k] if agg.op != "count" else None
     w = weights if weights is not None else xp.ones(n, dtype=INDEX)
     floaty = agg.arg_type == "float"
+    bits = ev.expr.bits
     sort_cols: list[Any] = []
     if val is not None:
-        sort_cols.append(float_decode(be, val) if floaty else val)
+        sort_cols.append(float_decode(be, val, bits) if floaty else
+                         unsigned_order(be, val, bits) if agg.arg_type == "unsigned" else val)
     gid = K.rank_rows(be, key_cols) if k else xp.zeros(n, dtype=INDEX)
     sort_cols.append(gid)
     order = xp.lexsort(xp.stack(sort_cols)) if len(sort_cols) > 1 else xp.argsort(gid)
@@ -98,19 +100,24 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     cw = xp.cumsum(w)
     cnt = cw[ends - 1] - xp.where(starts > 0, cw[xp.maximum(starts - 1, 0)], 0)
     if agg.op == "count":
-        value = wrap(be, cnt, "number")
+        value = wrap(be, cnt, "number", bits)
     elif agg.op in ("min", "max"):
         value = val[order][starts if agg.op == "min" else ends - 1]
     else:
         v = val[order]
         if floaty:
-            s = _float_segment_sum(be, float_decode(be, v) * w, starts, len(g))
-            value = float_encode(be, s / cnt if agg.op == "mean" else s)
+            s = _float_segment_sum(be, float_decode(be, v, bits) * w, starts, len(g))
+            value = float_encode(be, s / cnt if agg.op == "mean" else s, bits)
         elif agg.op == "sum":
-            value = wrap(be, _segment_sum(xp, v * w, starts, ends), agg.type)
+            value = wrap(be, _segment_sum(xp, v * w, starts, ends), agg.type, bits)
         else:  # mean of integers
-            s = _segment_sum(xp, v * w, starts, ends)
-            value = float_encode(be, s.astype(xp.float64) / cnt)
+            if bits == 64:  # the sum in double precision: a 64-bit sum may wrap
+                fv = unsigned_to_float(be, v, 64) if agg.arg_type == "unsigned" else \
+                    v.astype(xp.float64)
+                s = _float_segment_sum(be, fv * w, starts, len(g))
+            else:
+                s = _segment_sum(xp, v * w, starts, ends).astype(xp.float64)
+            value = float_encode(be, s / cnt, bits)
     return RowSet.from_columns(be, (*out_keys, value.astype(INDEX)), k + 1)
 
 

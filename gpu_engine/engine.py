@@ -34,6 +34,7 @@ from .state import EngineState
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
 from .twin import Twin
+from .values import word_size
 
 ProgressHook = Callable[[str, int, int], None]
 
@@ -352,7 +353,8 @@ class Engine:
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
             choice = any(self.program.relations[r].choice for r in s.relations)
-            cache[s.index] = None if choice or s.subsumptions else small_plan(s, arity)
+            cache[s.index] = None if choice or s.subsumptions else small_plan(
+                s, arity, word_size(self.symbols))
         return cache[s.index]
 
     def _absorb_small(self, s: Stratum, res: SmallResult, st: StratumStats,

@@ -11,7 +11,18 @@ from gpu_engine.kernels.backend import INDEX, Backend
 
 from .ir import RECORD_OPS, Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
 from .strings import string_constraint, string_functor
-from .values import c_div, encode_scalar, float_decode, float_encode, int_pow, wrap
+from .values import (
+    c_div,
+    c_div_wide,
+    encode_scalar,
+    float_decode,
+    float_encode,
+    int_pow,
+    unsigned_order,
+    unsigned_to_float,
+    word_size,
+    wrap,
+)
 
 # operand type of conversion functors (the result type is Call.type)
 _CONVERSION_ARG: dict[str, ColumnType] = {
@@ -29,6 +40,7 @@ _STRING_ARGS: dict[str, tuple[ColumnType, ...]] = {
 # string constraints: Compare operators whose operands are symbols (pattern/needle, text)
 STRING_CONSTRAINTS = {"match", "!match", "contains", "!contains"}
 SHIFT_MASK = 31  # Soufflé masks shift counts to the low 5 bits (RAM_BIT_SHIFT_MASK)
+SHIFT_MASK64 = 63  # ... and to the low 6 bits in its 64-bit build
 
 
 def term_vars(t: Term) -> set[str]:
@@ -44,10 +56,10 @@ def term_vars(t: Term) -> set[str]:
 
 
 def const_value(c: Const, symbols: SymbolTable) -> int:
-    """The stored int64 value of a constant."""
+    """The stored int64 value of a constant (in the symbol table's word size)."""
     if c.type == "symbol":
         return int(symbols.encode(str(c.value)))
-    return encode_scalar(c.value, c.type)
+    return encode_scalar(c.value, c.type, word_size(symbols))
 
 
 class ExprEvaluator:
@@ -57,6 +69,7 @@ class ExprEvaluator:
         self.be = be
         self.symbols = symbols
         self.autoinc = 0  # Soufflé's counter: the next value autoinc() gives
+        self.bits = word_size(symbols)  # 32 or 64 (gpu_engine.values)
         self._warned: set[str] = set()
 
     def warn(self, message: str) -> None:
@@ -87,7 +100,7 @@ class ExprEvaluator:
         if op == "autoinc":  # a fresh number per row (per derivation), in row order
             start = self.autoinc
             self.autoinc += n
-            return wrap(be, xp.arange(start, start + n, dtype=INDEX), "number"), None
+            return wrap(be, xp.arange(start, start + n, dtype=INDEX), "number", self.bits), None
         if op in STRING_FUNCTORS or (typ == "symbol" and op in ("min", "max")):
             arg_types = list(_STRING_ARGS.get(op, ("symbol",) * len(vals)))
             host = [be.to_host(v) for v in vals]
@@ -96,16 +109,24 @@ class ExprEvaluator:
         if op in _CONVERSION_ARG:
             src = _CONVERSION_ARG[op]
             v = vals[0]
+            bits = self.bits
             if src == "float":
-                f = float_decode(be, v)
+                f = float_decode(be, v, bits)
                 with _quiet(xp):  # NaN / out of range: C leaves the result undefined
-                    return wrap(be, xp.trunc(f).astype(INDEX), typ), None
+                    if bits == 64 and typ == "unsigned":
+                        t = xp.trunc(f)
+                        big = t >= 2.0 ** 63  # beyond int64: through uint64
+                        lo = xp.where(big, 0, t).astype(INDEX)
+                        hi = xp.where(big, t, 0).astype(np.uint64).view(INDEX)
+                        return xp.where(big, hi, lo), valid
+                    return wrap(be, xp.trunc(f).astype(INDEX), typ, bits), valid
             if typ == "float":
-                return float_encode(be, v.astype(xp.float64)), valid
-            return wrap(be, v, typ), valid
+                fv = unsigned_to_float(be, v, bits) if src == "unsigned" else v.astype(xp.float64)
+                return float_encode(be, fv, bits), valid
+            return wrap(be, v, typ, bits), valid
         if typ == "float":
-            fv = [float_decode(be, v) for v in vals]
-            return float_encode(be, self._float_op(op, fv)), valid
+            fv = [float_decode(be, v, self.bits) for v in vals]
+            return float_encode(be, self._float_op(op, fv), self.bits), valid
         res, ok = self._int_op(op, vals, typ)
         if ok is not None:
             valid = ok if valid is None else valid & ok
@@ -159,28 +180,33 @@ class ExprEvaluator:
     def _int_op(self, op: str, v: list[Any], typ: ColumnType) -> tuple[Any, Any | None]:
         be, xp = self.be, self.be.xp
         signed = typ == "number"
+        bits = self.bits
         if op == "+":
-            return wrap(be, v[0] + v[1], typ), None
+            return wrap(be, v[0] + v[1], typ, bits), None
         if op == "-":
-            return wrap(be, v[0] - v[1], typ), None
+            return wrap(be, v[0] - v[1], typ, bits), None
         if op == "*":
-            return wrap(be, v[0] * v[1], typ), None
+            return wrap(be, v[0] * v[1], typ, bits), None
         if op in ("/", "%"):
-            q, ok = c_div(be, v[0], v[1])
+            q, ok = c_div_wide(be, v[0], v[1], typ) if bits == 64 else c_div(be, v[0], v[1])
             if len(ok) and not bool(ok.all()):
                 self.warn("division by zero: the derivations that divide by zero are "
                           "dropped (Soufflé's behaviour is undefined there)")
             if op == "/":
-                return wrap(be, q, typ), ok
-            return wrap(be, v[0] - q * xp.where(ok, v[1], 1), typ), ok
+                return wrap(be, q, typ, bits), ok
+            return wrap(be, v[0] - q * xp.where(ok, v[1], 1), typ, bits), ok
         if op == "^":
-            return int_pow(be, v[0], v[1], typ), None
+            return int_pow(be, v[0], v[1], typ, bits), None
         if op == "neg":
-            return wrap(be, -v[0], typ), None
-        if op == "min":
-            return _fold(xp.minimum, v), None
-        if op == "max":
-            return _fold(xp.maximum, v), None
+            return wrap(be, -v[0], typ, bits), None
+        if op in ("min", "max"):
+            if bits == 64 and typ == "unsigned":  # compare as unsigned, keep the bits
+                keys = [unsigned_order(be, x, bits) for x in v]
+                f = xp.minimum if op == "min" else xp.maximum
+                return unsigned_order(be, _fold(f, keys), bits), None
+            return _fold(xp.minimum if op == "min" else xp.maximum, v), None
+        if bits == 64:
+            return self._bit_op64(op, v, signed)
         u = [x & 0xFFFFFFFF for x in v]
         if op == "band":
             return wrap(be, u[0] & u[1], typ), None
@@ -197,6 +223,28 @@ class ExprEvaluator:
             return wrap(be, src >> (v[1] & SHIFT_MASK), typ), None
         if op == "bshru":
             return wrap(be, u[0] >> (v[1] & SHIFT_MASK), typ), None
+        return self._logic_op(op, v)
+
+    def _bit_op64(self, op: str, v: list[Any], signed: bool) -> tuple[Any, Any | None]:
+        """Bitwise functors on 64-bit words (counts masked to 6 bits, as Soufflé -d64)."""
+        if op == "band":
+            return v[0] & v[1], None
+        if op == "bor":
+            return v[0] | v[1], None
+        if op == "bxor":
+            return v[0] ^ v[1], None
+        if op == "bnot":
+            return ~v[0], None
+        if op in ("bshl", "bshr", "bshru"):
+            count = (v[1] & SHIFT_MASK64).view(np.uint64)
+            if op == "bshl":
+                return (v[0].view(np.uint64) << count).view(INDEX), None
+            if op == "bshr" and signed:
+                return v[0] >> count.view(INDEX), None
+            return (v[0].view(np.uint64) >> count).view(INDEX), None
+        return self._logic_op(op, v)
+
+    def _logic_op(self, op: str, v: list[Any]) -> tuple[Any, Any | None]:
         if op == "land":
             return ((v[0] != 0) & (v[1] != 0)).astype(INDEX), None
         if op == "lor":
@@ -220,7 +268,9 @@ class ExprEvaluator:
                     mask &= v
             return mask
         if c.type == "float":
-            a, b = float_decode(self.be, a), float_decode(self.be, b)
+            a, b = float_decode(self.be, a, self.bits), float_decode(self.be, b, self.bits)
+        elif c.type == "unsigned" and self.bits == 64 and c.op not in ("=", "!="):
+            a, b = unsigned_order(self.be, a, 64), unsigned_order(self.be, b, 64)
         elif c.type == "symbol" and c.op not in ("=", "!="):
             a, b = self._symbol_order(a), self._symbol_order(b)
         mask = {

@@ -257,7 +257,7 @@ class RowSet:
             # rows outside the layout's ranges cannot be members: test the others only
             fits = xp.ones(n, dtype=bool)
             for c, off, w in zip(cols, self.spec.offsets, self.spec.widths):
-                fits &= (c >= off) & (c - off < (1 << w))
+                fits &= (c >= off) & (c - off >= 0) & (c - off < (1 << w))
             idx = xp.flatnonzero(fits)
             out = xp.zeros(n, dtype=bool)
             if len(idx):

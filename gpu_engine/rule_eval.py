@@ -263,7 +263,7 @@ class RuleEvaluator:
         if valid is not None:
             b = _select(b, valid)
             args = [c[valid.nonzero()[0]] for c in args]
-        rows, vals = expand_range(self.be, args, call.type)
+        rows, vals = expand_range(self.be, args, call.type, self.expr.bits)
         nb = Bindings({v: c[rows] for v, c in b.cols.items()}, len(rows))
         if isinstance(other, Var) and other.name not in nb.cols:
             nb.cols[other.name] = vals

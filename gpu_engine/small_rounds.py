@@ -64,21 +64,24 @@ class SmallPlan:
     maxar: int
 
 
-def small_plan(s: Stratum, arity: dict[str, int]) -> SmallPlan | None:
+def small_plan(s: Stratum, arity: dict[str, int], bits: int = 32) -> SmallPlan | None:
     """The stratum's small-path description, or None when a rule needs a feature the
-    compiled interpreter does not have."""
+    compiled interpreter does not have (with 64-bit words: any functor, any unsigned
+    order comparison; its arithmetic wraps to 32 bits)."""
     if not s.recursive or not enabled():
         return None
     rels = list(s.relations)
     if any(arity[r] == 0 or arity[r] > K.MAXK for r in rels):
         return None
-    if not all(_supported(rule, arity) for rule in s.recursive_rules):
+    if not all(_supported(rule, arity, bits) for rule in s.recursive_rules):
         return None
     return SmallPlan(s, rels, dict(arity), max(arity[r] for r in rels))
 
 
-def _supported(rule: Rule, arity: dict[str, int]) -> bool:
+def _supported(rule: Rule, arity: dict[str, int], bits: int = 32) -> bool:
     names: set[str] = set()
+    if bits == 64 and not _word64_ok(rule):
+        return False
     for lit in rule.body:
         if isinstance(lit, (Atom, Negation)):
             atom = lit if isinstance(lit, Atom) else lit.atom
@@ -96,6 +99,17 @@ def _supported(rule: Rule, arity: dict[str, int]) -> bool:
             return False
     return (len(rule.head.args) <= K.MAXK and all(_term_ok(t) for t in rule.head.args)
             and len(names) <= K.MAXV)
+
+
+def _word64_ok(rule: Rule) -> bool:
+    """No functor and no unsigned order comparison (the interpreter's words are 32-bit)."""
+    for lit in rule.body:
+        if isinstance(lit, Compare):
+            if lit.type == "unsigned" and lit.op not in ("=", "!="):
+                return False
+            if not all(isinstance(t, (Var, Const)) for t in (lit.left, lit.right)):
+                return False
+    return all(isinstance(t, (Var, Const)) for t in rule.head.args)
 
 
 def _term_ok(t: Term) -> bool:

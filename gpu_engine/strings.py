@@ -9,8 +9,9 @@ Readings of Soufflé (its interpreter and ``StringUtil.h``):
   hexadecimal, ``0b``/``-0b`` binary, otherwise decimal; leading white space and a
   trailing unparsed rest are accepted (``"12ab"`` is 12).  ``to_unsigned`` likewise
   (``std::stoul``, no leading ``-``), ``to_float`` like ``std::stof``.  A string with no
-  number, or one out of the 32-bit range, is a fatal error in Soufflé; here it raises
-  :class:`FunctorError` (the run stops with an error naming the string).
+  number, or one out of the word's range, is a fatal error in Soufflé; here it raises
+  :class:`FunctorError` (the run stops with an error naming the string).  With 64-bit
+  words they parse like ``std::stoll``, ``std::stoull`` and ``std::stod``.
 * ``to_string`` of a float prints it as C's ``%f`` (``std::to_string``): ``2.000000``.
 * ``substr(s, i, n)`` is ``std::string::substr`` with the int32 arguments read as
   ``size_t``: a negative length takes the rest, a negative or too large start gives
@@ -34,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from .ir import ProgramError, SymbolTable
+from .values import decode_scalar, encode_scalar, int_range, word_size
 
 Warn = Callable[[str], None]
 
-_INT32 = (-(1 << 31), (1 << 31) - 1)
-_UINT32_MAX = (1 << 32) - 1
 _FLT_MAX = 3.4028234663852886e38
 _FLT_MIN = 1.1754943508222875e-38
+_DBL_MIN = 2.2250738585072014e-308
 _C_SPACE = " \t\n\v\f\r"
 
 
@@ -73,7 +74,7 @@ def _strtol(s: str, base: int) -> tuple[int, int] | None:
     return (-v if neg else v), j
 
 
-def parse_signed(s: str) -> int:
+def parse_signed(s: str, bits: int = 32) -> int:
     """Soufflé's ``to_number`` of a string (``RamSignedFromString`` with base 0)."""
     if s.startswith(("-0b", "0b")):
         r = _strtol(("-" + s[3:]) if s.startswith("-") else s[2:], 2)
@@ -81,12 +82,13 @@ def parse_signed(s: str) -> int:
         r = _strtol(s, 16)
     else:
         r = _strtol(s, 10)
-    if r is None or not _INT32[0] <= r[0] <= _INT32[1]:
+    lo, hi = int_range("number", bits)
+    if r is None or not lo <= r[0] <= hi:
         raise FunctorError(f'wrong string provided by `to_number("{s}")` functor')
     return r[0]
 
 
-def parse_unsigned(s: str) -> int:
+def parse_unsigned(s: str, bits: int = 32) -> int:
     """Soufflé's ``to_unsigned`` of a string (``RamUnsignedFromString`` with base 0)."""
     r = None
     if not s.startswith("-"):
@@ -98,7 +100,7 @@ def parse_unsigned(s: str) -> int:
             r = _strtol(s, 10)
     if r is not None and r[0] < 0:
         r = (r[0] % (1 << 64), r[1])  # strtoul negates in unsigned long arithmetic
-    if r is None or r[0] > _UINT32_MAX:
+    if r is None or r[0] > int_range("unsigned", bits)[1]:
         raise FunctorError(f'wrong string provided by `to_unsigned("{s}")` functor')
     return r[0]
 
@@ -111,8 +113,9 @@ _FLOAT_RE = re.compile(
 )
 
 
-def parse_float(s: str) -> float:
-    """Soufflé's ``to_float`` of a string (``std::stof``: the longest valid prefix)."""
+def parse_float(s: str, bits: int = 32) -> float:
+    """Soufflé's ``to_float`` of a string (``std::stof``, 64 bits ``std::stod``: the
+    longest valid prefix)."""
     m = _FLOAT_RE.match(s)
     bad = FunctorError(f'wrong string provided by `to_float("{s}")` functor')
     if m is None:
@@ -129,7 +132,12 @@ def parse_float(s: str) -> float:
         v = float.fromhex("0x" + text)
     else:
         v = float(m.group(5))
-    if abs(v) > _FLT_MAX or (v != 0.0 and abs(v) < _FLT_MIN):
+    if bits == 64:
+        digits = (m.group(4) or m.group(5) or "").lower().split("p" if m.group(4) else "e")[0]
+        if math.isinf(v) or (v == 0.0 and digits.strip("0.") != "") or \
+                (v != 0.0 and abs(v) < _DBL_MIN):
+            raise bad  # ERANGE: std::stod throws out_of_range
+    elif abs(v) > _FLT_MAX or (v != 0.0 and abs(v) < _FLT_MIN):
         raise bad  # ERANGE: std::stof throws out_of_range
     return sign * v
 
@@ -196,12 +204,15 @@ def _distinct(args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 def _decode(symbols: SymbolTable, col: np.ndarray, typ: str) -> list[Any]:
     if typ == "symbol":
         return symbols.decode_many(col)
-    if typ == "float":
-        return [float(x) for x in col.astype(np.int32).view(np.float32)]
+    bits = word_size(symbols)
+    if typ in ("float", "unsigned"):
+        return [decode_scalar(x, typ, bits) for x in col.tolist()]  # type: ignore[arg-type]
     return col.tolist()
 
 
-def _float_bits(v: float) -> int:
+def _float_bits(v: float, bits: int = 32) -> int:
+    if bits == 64:
+        return encode_scalar(v, "float", 64)
     try:
         f = struct.unpack("<f", struct.pack("<f", v))[0] + 0.0
     except OverflowError:
@@ -217,28 +228,30 @@ def string_functor(symbols: SymbolTable, op: str, args: list[np.ndarray],
     if len(args[0]) == 0:
         return np.zeros(0, dtype=np.int64)
     uniq, inverse = _distinct(args)
+    bits = word_size(symbols)
     decoded = [_decode(symbols, uniq[:, i], t) for i, t in enumerate(arg_types)]
-    results = [_apply(op, row, warn) for row in zip(*decoded)]
+    results = [_apply(op, row, warn, bits) for row in zip(*decoded)]
     if result_type == "symbol":
         out = symbols.encode_many([str(r) for r in results])
     elif result_type == "float":
-        out = np.asarray([_float_bits(r) for r in results], dtype=np.int64)
+        out = np.asarray([_float_bits(r, bits) for r in results], dtype=np.int64)
     else:
-        out = np.asarray(results, dtype=np.int64)
+        out = np.asarray([encode_scalar(r, result_type, bits)  # type: ignore[arg-type]
+                          for r in results], dtype=np.int64)
     return np.asarray(out, dtype=np.int64)[inverse]
 
 
-def _apply(op: str, row: tuple, warn: Warn) -> Any:
+def _apply(op: str, row: tuple, warn: Warn, bits: int = 32) -> Any:
     if op == "cat":
         return "".join(row)
     if op == "strlen":
         return len(row[0])
     if op == "to_number":
-        return parse_signed(row[0])
+        return parse_signed(row[0], bits)
     if op == "to_unsigned":
-        return parse_unsigned(row[0])
+        return parse_unsigned(row[0], bits)
     if op == "to_float":
-        return parse_float(row[0])
+        return parse_float(row[0], bits)
     if op == "to_string":
         return str(int(row[0]))
     if op == "ftos":

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting for --backend spark (repeatable), e.g. "
                           "spark.driver.memory=8g")
+    run.add_argument("--word-size", type=int, choices=[32, 64], default=32,
+                     help="bits of number, unsigned and float values: 32 (Soufflé's default "
+                          "build) or 64 (its 64-bit build); a store keeps it")
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")

@@ -85,7 +85,8 @@ def program_source(args: argparse.Namespace) -> ProgramSource:
             raise ProgramError(f"-I {d}: no such folder")
     options = SourceOptions(include_dirs=tuple(args.include_dir),
                             macros=parse_macros(args.macro),
-                            preprocessor=not args.no_preprocessor)
+                            preprocessor=not args.no_preprocessor,
+                            word_size=getattr(args, "word_size", 32))
     return load_source(args.program, options)
 
 

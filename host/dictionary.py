@@ -26,6 +26,7 @@ class SymbolTable:
         self._values: pa.Array | None = pa.array([], type=pa.string())
         self._order: np.ndarray | None = None
         self.records = RecordTable()  # records and ADT values (``ir.RecordTable``)
+        self.word_size = 32  # width of number/unsigned/float values (gpu_engine.values)
 
     @classmethod
     def from_values(cls, values: pa.Array | pa.ChunkedArray) -> SymbolTable:

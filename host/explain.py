@@ -111,7 +111,7 @@ def explain(reasoner: Any, text: str) -> Proof | None:
                 return None
             row.append(int(sid))
         else:
-            row.append(encode_scalar(v, typ))
+            row.append(encode_scalar(v, typ, getattr(reasoner, "word_size", 32)))
     reasoner._ensure()
     node = Explainer(reasoner.engine).explain(name, tuple(row))
     return None if node is None else _decoded(node, relations, reasoner.symbols)

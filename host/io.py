@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from gpu_engine.ir import Location, ProgramError, Relation
-from gpu_engine.values import floats_from_host, floats_to_host
+from gpu_engine.values import floats_from_host, floats_to_host, int_range, word_size
 
 from .dictionary import SymbolTable
 from .io_params import IOOptions
@@ -33,7 +33,6 @@ from .record_io import RecordSyntaxError, encode_record_column, format_records, 
 _INT_RE = {"number": r"^\s*[-+]?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
            "unsigned": r"^\s*\+?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
            "float": r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)\s*$"}
-_RANGES = {"number": (-(1 << 31), (1 << 31) - 1), "unsigned": (0, (1 << 32) - 1)}
 
 
 class FactsError(ProgramError):
@@ -65,10 +64,13 @@ def encode_column(values: Any, typ: str, symbols: SymbolTable, what: str) -> np.
         return symbols.encode_many(pa.array(arr.astype(str).tolist(), type=pa.string()))
     arr = values.to_numpy(zero_copy_only=False) if isinstance(values, pa.Array) else (
         np.asarray(values))
+    bits = word_size(symbols)
     if typ == "float":
         if arr.dtype.kind not in "fiu":
             raise FactsError(f"{what}: expected numbers for a float column, got {arr.dtype}")
-        return floats_from_host(arr.astype(np.float64))
+        return floats_from_host(arr.astype(np.float64), bits)
+    if bits == 64 and typ == "unsigned" and arr.dtype == np.uint64:
+        return arr.view(np.int64).copy()  # uint64 values as their stored bit patterns
     if arr.dtype.kind not in "iu":
         if arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0):
             arr = arr.astype(np.int64)
@@ -77,8 +79,11 @@ def encode_column(values: Any, typ: str, symbols: SymbolTable, what: str) -> np.
             arr = arr.astype(np.int64)
         else:
             raise FactsError(f"{what}: expected integers for a {typ} column, got {arr.dtype}")
+    if arr.dtype == np.uint64 and len(arr) and int(arr.max()) > (1 << 63) - 1:
+        bad = int(np.flatnonzero(arr > (1 << 63) - 1)[0])
+        raise FactsError(f"{what}: value {arr[bad]} at row {bad} is out of range for {typ}")
     arr = arr.astype(np.int64)
-    lo, hi = _RANGES[typ]
+    lo, hi = int_range(typ, bits)
     if len(arr) and (arr.min() < lo or arr.max() > hi):
         bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0])
         raise FactsError(f"{what}: value {arr[bad]} at row {bad} is out of range for {typ}")
@@ -89,6 +94,13 @@ def decode_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
     """Stored int64 values -> an Arrow column of the attribute's type."""
     if typ == "symbol":
         return symbols.decode_arrow(col)
+    if word_size(symbols) == 64:  # int64, uint64 (from the stored bits), float64
+        col = np.ascontiguousarray(col, dtype=np.int64)
+        if typ == "number":
+            return pa.array(col)
+        if typ == "unsigned":
+            return pa.array(col.view(np.uint64))
+        return pa.array(floats_to_host(col, 64))
     if typ == "number":
         return pa.array(col.astype(np.int32))
     if typ == "unsigned":
@@ -121,14 +133,19 @@ def format_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
     """Stored values as text, the way Soufflé prints them."""
     if typ == "symbol":
         return symbols.decode_arrow(col)
+    bits = word_size(symbols)
     if typ != "float":
+        if typ == "unsigned" and bits == 64:
+            return pc.cast(pa.array(np.ascontiguousarray(col, dtype=np.int64).view(np.uint64)),
+                           pa.string())
         return pc.cast(pa.array(col), pa.string())
     uniq, inv = np.unique(col, return_inverse=True)
-    text = [_fmt_float(v) for v in floats_to_host(uniq)]
+    text = [_fmt_float(v) for v in floats_to_host(uniq, bits)]
     return pa.array(text, type=pa.string()).take(pa.array(inv.reshape(-1)))
 
 
-def _fmt_float(v: np.float32) -> str:
+def _fmt_float(v: np.floating) -> str:
+    """The shortest text that reads back as the same float32 (float64 with 64-bit words)."""
     if np.isnan(v):
         return "nan"
     if np.isinf(v):
@@ -192,6 +209,7 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         if typ == "symbol":
             cols.append(symbols.encode_many(raw))
             continue
+        bits = word_size(symbols)
         ok = pc.fill_null(pc.match_substring_regex(raw, _INT_RE[typ]), False)
         if len(ok) and not pc.all(ok).as_py():
             bad = int(np.flatnonzero(~ok.to_numpy(zero_copy_only=False))[0])
@@ -200,7 +218,11 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         try:
             if typ == "float":
                 with np.errstate(over="ignore"):  # beyond float32: inf, as Soufflé reads it
-                    cols.append(floats_from_host(pc.cast(text, pa.float64()).to_numpy()))
+                    cols.append(floats_from_host(pc.cast(text, pa.float64()).to_numpy(), bits))
+                continue
+            if bits == 64:
+                cols.append(_read_ints64(text, typ, lambda row, i=i, typ=typ: _locate_value_error(
+                    src, opts, row, i, typ, "out of range")))
                 continue
             if pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
                 vals = np.array([int(t, 0) for t in text.to_pylist()], dtype=np.int64)
@@ -209,13 +231,34 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
         except (pa.ArrowInvalid, ValueError, OverflowError):
             bad = _first_unconvertible(text, typ)
             raise _locate_value_error(src, opts, bad, i, typ) from None
-        lo, hi = _RANGES[typ]
+        lo, hi = int_range(typ)
         outside = (vals < lo) | (vals > hi)
         if outside.any():
             raise _locate_value_error(src, opts, int(np.flatnonzero(outside)[0]),
                                       i, typ, "out of range")
         cols.append(vals)
     return cols
+
+
+def _read_ints64(text: pa.Array, typ: str, out_of_range: Any) -> np.ndarray:
+    """64-bit ``number``/``unsigned`` text (checked against the value pattern) as stored
+    values: int64, or uint64 bit patterns; a value beyond the range raises
+    ``out_of_range(row)``."""
+    lo, hi = int_range(typ, 64)
+    if not pc.any(pc.match_substring_regex(text, "0[xb]")).as_py():
+        try:
+            if typ == "unsigned":
+                return pc.cast(text, pa.uint64()).to_numpy().view(np.int64)
+            return pc.cast(text, pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            pass  # out of range somewhere: found below
+    vals = [int(t, 0) for t in text.to_pylist()]
+    for row, v in enumerate(vals):
+        if not lo <= v <= hi:
+            raise out_of_range(row)
+    if typ == "unsigned":
+        return np.array(vals, dtype=np.uint64).view(np.int64)
+    return np.array(vals, dtype=np.int64)
 
 
 def _first_unconvertible(text: pa.Array, typ: str) -> int:

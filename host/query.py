@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from gpu_engine.host.lang.dl_aggregate import first_aggregate
 from gpu_engine.host.lang.dl_components import expand_components
+from gpu_engine.host.lang.dl_fold import word_size_context
 from gpu_engine.host.lang.dl_lower import expand_body
 from gpu_engine.host.lang.dl_records import flatten_records
 from gpu_engine.host.lang.dl_safety import check_safety
@@ -267,8 +268,9 @@ def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResu
     engine = reasoner.engine
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be at least 0, not {limit}")
-    q = parse_query(text, reasoner.program.relations, lambda: program_types(reasoner),
-                    reasoner.parsed.demand_only)
+    with word_size_context(getattr(reasoner, "word_size", 32)):  # constants of the query
+        q = parse_query(text, reasoner.program.relations, lambda: program_types(reasoner),
+                        reasoner.parsed.demand_only)
     reasoner._ensure()
     symbols = reasoner.symbols
     rules = [r for r in (_without_unknown_symbols(r, symbols) for r in q.rules) if r]
@@ -378,7 +380,8 @@ def _float_text(v: float) -> str:
         return "nan"
     if np.isinf(v):
         return "inf" if v > 0 else "-inf"
-    return np.format_float_positional(np.float32(v), unique=True, trim="-")
+    f = v if isinstance(v, np.floating) else np.float32(v)  # float64 with 64-bit words
+    return np.format_float_positional(f, unique=True, trim="-")
 
 
 __all__ = ["Query", "QueryResult", "answer", "format_result", "parse_query", "QUERY_FILE"]

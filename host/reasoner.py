@@ -14,12 +14,12 @@ from gpu_engine.kernels.backend import get_backend
 from gpu_engine.engine import Engine
 from gpu_engine.ir import ProgramError
 from gpu_engine.stats import MaterialisationStats, UpdateStats
-from gpu_engine.values import encode_scalar
+from gpu_engine.values import WORD_SIZES, encode_scalar
 
 from .dictionary import SymbolTable
 from .io import FactsError, decode_table, encode_column, read_facts, render_rows
 from .io_params import IOOptions, check_params, io_options
-from .lang.dl_source import ProgramSource, expand_source, load_source
+from .lang.dl_source import ProgramSource, SourceOptions, expand_source, load_source
 from .lang.parser import ParsedProgram, parse_program
 
 if TYPE_CHECKING:
@@ -50,14 +50,22 @@ class Reasoner:
 
     def __init__(self, program: str | Path | ProgramSource, device: str = "auto", *,
                  counting: bool = False, progress: Any = None, symbols: SymbolTable | None = None,
-                 modules: str = "auto", backend: str = "local") -> None:
-        self.source_text, self.source_name = _source(program)
-        self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name)
+                 modules: str = "auto", backend: str = "local",
+                 word_size: int | None = None) -> None:
+        if word_size is None:  # a ProgramSource read for 64-bit words keeps them
+            word_size = program.options.word_size if isinstance(program, ProgramSource) else 32
+        if word_size not in WORD_SIZES:
+            raise ValueError(f"word_size must be 32 or 64, not {word_size!r}")
+        self.word_size = word_size
+        self.source_text, self.source_name = _source(program, word_size)
+        self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name,
+                                                   word_size)
         self.program = self.parsed.program
         for d in self.parsed.directives:  # a misspelt parameter is an error, not ignored
             check_params(d)
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
+        self.symbols.word_size = word_size  # the engine and the IO read values in it
         self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
                              progress=progress, modules=modules)
         self.stats: MaterialisationStats | None = None
@@ -303,24 +311,26 @@ class Reasoner:
             if t == "symbol":
                 cols.append(self.symbols.encode_many(pa.array([str(v) for v in vals])))
             else:
-                cols.append(np.array([encode_scalar(v, t) for v in vals], dtype=np.int64))
+                cols.append(np.array([encode_scalar(v, t, self.word_size) for v in vals],
+                                     dtype=np.int64))
         self.engine.add_facts(name, cols)
 
 
-def _source(program: str | Path | ProgramSource) -> tuple[str, str]:
+def _source(program: str | Path | ProgramSource, word_size: int = 32) -> tuple[str, str]:
     """(program text, name used in error locations) for Datalog text, a .dl path or a
     :class:`ProgramSource`; the text is preprocessed and its ``.include``s spliced in
     (see :mod:`host.lang.dl_source`), so that it stands alone (as a store keeps it)."""
     if isinstance(program, ProgramSource):
         return program.text, program.name
+    options = SourceOptions(word_size=word_size)
     if isinstance(program, Path):
-        src = load_source(program)
+        src = load_source(program, options)
         return src.text, src.name
     text = str(program)
     if "\n" not in text and text.endswith(".dl") and Path(text).exists():
-        src = load_source(text)
+        src = load_source(text, options)
         return src.text, src.name
-    return expand_source(text, "<program>"), "<program>"
+    return expand_source(text, "<program>", options), "<program>"
 
 
 def _columns_of(data: Any, arity: int, relation: str, attrs: list[str]) -> list[Any]:

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.ir import RecordFormat
-from gpu_engine.values import floats_from_host
+from gpu_engine.values import floats_from_host, int_range, word_size, wrap_int
 
 _NUMBER = re.compile(r"\s*([-+]?(?:0x[0-9a-fA-F]+|0b[01]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan))")
 _IDENT = re.compile(r"\s*([_?A-Za-z][_?A-Za-z0-9]*)")
@@ -164,14 +164,14 @@ class _Parser:
             raise RecordSyntaxError(f"expected a {ft}", self.i)
         self.i = m.end()
         text = m.group(1)
+        bits = word_size(self.symbols)
         if ft == "float":
-            return int(floats_from_host(np.array([float(text)]))[0])
+            return int(floats_from_host(np.array([float(text)]), bits)[0])
         v = int(text, 0) if text.lstrip("+-")[:2] in ("0x", "0b") else int(text)
-        if ft == "number" and not -(1 << 31) <= v < (1 << 31):
-            raise RecordSyntaxError(f"number {text} out of range", self.i)
-        if ft == "unsigned" and not 0 <= v < (1 << 32):
-            raise RecordSyntaxError(f"unsigned {text} out of range", self.i)
-        return v
+        lo, hi = int_range(ft, bits)
+        if not lo <= v <= hi:
+            raise RecordSyntaxError(f"{ft} {text} out of range", self.i)
+        return wrap_int(v, ft, bits)
 
     def _symbol(self) -> int:
         self._ws()

@@ -196,6 +196,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             # the engine state's scalar fields (counting, modules, counted_with)
             **{f: getattr(engine.state, f) for f in EngineState.fields_kept_as(META)},
             "counters": counting,
+            "word_size": getattr(reasoner, "word_size", 32),  # of number/unsigned/float
             "symbols": len(reasoner.symbols), "records": len(reasoner.symbols.records),
             "relations": relations, "files": files,
             "extra": meta_extra,
@@ -366,8 +367,11 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
             symbols.records = RecordTable.from_arrow(table("records.arrow").column("fields"))
         except (ValueError, KeyError, TypeError) as exc:
             raise StoreError(f"{vdir}/records.arrow: corrupt record table ({exc})") from None
+    word_size = meta.get("word_size", 32)  # stores written before the option are 32-bit
+    if word_size not in (32, 64):
+        raise StoreError(f"{vdir / 'meta.json'}: word size {word_size!r} is not 32 or 64")
     r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
-                 modules=meta.get("modules", "off"))
+                 modules=meta.get("modules", "off"), word_size=word_size)
     r.source_name = meta.get("source_name", r.source_name)
     rels = r.engine.program.relations
     if set(rels) != set(meta["relations"]):

@@ -267,7 +267,7 @@ if AVAILABLE:
             r = 0
             for j in range(k):
                 d = cols[j][i] - offs[j]
-                if d < 0 or (d >> widths[j]) != 0:
+                if cols[j][i] < offs[j] or d < 0 or (d >> widths[j]) != 0:
                     r = -1
                     break
                 r |= d << shifts[j]

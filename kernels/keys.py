@@ -84,8 +84,8 @@ def pack_probe(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     valid = xp.ones(n, dtype=bool)
     key = xp.zeros(n, dtype=INDEX)
     for c, off, w, sh in zip(cols, spec.offsets, spec.widths, spec.shifts):
-        d = c - off
-        valid &= (d >= 0) & (d < (1 << w))
+        d = c - off  # may wrap for values far outside the layout: c >= off rules that out
+        valid &= (c >= off) & (d >= 0) & (d < (1 << w))
         key |= (d & ((1 << w) - 1)) << sh
     key[~valid] = -1
     return key
@@ -95,7 +95,8 @@ def repack_probe(be: Backend, keys: Any, src: KeySpec, dst: KeySpec) -> Any:
     """Keys packed with ``src`` re-packed with ``dst`` without unpacking the columns
     (:func:`pack_probe` of :func:`unpack`): rows with a value outside ``dst`` get -1.
     Rows that fit keep their relative order."""
-    if _parallel(be, len(keys)):
+    if _parallel(be, len(keys)) and all(abs(a - b) < (1 << 62)
+                                        for a, b in zip(src.offsets, dst.offsets)):
         return _numba.repack(keys, src, dst)
     return pack_probe(be, unpack(be, keys, src), dst)
 

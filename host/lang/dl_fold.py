@@ -1,7 +1,9 @@
-"""Constant folding with the semantics of Soufflé's default 32-bit build.
+"""Constant folding with the semantics of Soufflé's default 32-bit build (or, inside
+:func:`word_size_context` ``(64)``, of its 64-bit build).
 
 ``number`` wraps as int32, ``unsigned`` as uint32, ``/`` and ``%`` truncate toward zero
-like C, ``^`` is integer power (wrapping), ``float`` is 32-bit IEEE.  Operations whose
+like C, ``^`` is integer power (wrapping), ``float`` is 32-bit IEEE (64-bit words: int64,
+uint64 and double).  Operations whose
 result C leaves undefined (division by zero, over-wide shifts, out-of-range float to
 integer conversions) are not folded: :func:`fold_call` returns ``None`` and the engine
 evaluates them.
@@ -11,26 +13,48 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from gpu_engine.ir import Const
+from gpu_engine.values import int_range
 
-_MASK = 0xFFFFFFFF
+_WORD: ContextVar[int] = ContextVar("word_size", default=32)
+
+
+def word_bits() -> int:
+    """The word size (32 or 64) the front end is reading a program with."""
+    return _WORD.get()
+
+
+@contextmanager
+def word_size_context(bits: int) -> Iterator[None]:
+    """Read (type-check and fold) programs with ``bits``-wide values inside."""
+    token = _WORD.set(bits)
+    try:
+        yield
+    finally:
+        _WORD.reset(token)
 
 
 def wrap_number(v: int) -> int:
-    """Wrap an integer to the int32 range."""
-    v &= _MASK
-    return v - (1 << 32) if v >= 1 << 31 else v
+    """Wrap an integer to the signed range of the word (int32 or int64)."""
+    bits = _WORD.get()
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
 
 
 def wrap_unsigned(v: int) -> int:
-    """Wrap an integer to the uint32 range."""
-    return v & _MASK
+    """Wrap an integer to the unsigned range of the word (uint32 or uint64)."""
+    return v & ((1 << _WORD.get()) - 1)
 
 
 def to_float32(v: float) -> float:
-    """Round a Python float to the nearest 32-bit float (overflow gives infinity)."""
+    """Round a Python float to the word's float: the nearest 32-bit float (overflow gives
+    infinity), or the float itself with 64-bit words."""
+    if _WORD.get() == 64:
+        return float(v)
     try:
         return struct.unpack("<f", struct.pack("<f", v))[0]
     except OverflowError:
@@ -48,7 +72,7 @@ def _trunc_div(a: int, b: int) -> int:
 
 def _int_pow(a: int, b: int) -> int:
     if b >= 0:
-        return pow(a, b, 1 << 32)
+        return pow(a, b, 1 << _WORD.get())
     if a == 1:
         return 1
     if a == -1:
@@ -65,13 +89,14 @@ def _int_op(op: str, a: int, b: int, ty: str) -> int | None:
     if op == "^":
         return None if a == 0 and b < 0 else _int_pow(a, b)
     if op in ("bshl", "bshr", "bshru"):
-        if not 0 <= b < 32:
+        bits = _WORD.get()
+        if not 0 <= b < bits:
             return None
         if op == "bshl":
             return a << b
         if op == "bshr" and ty == "number":
             return a >> b  # arithmetic shift of the signed value
-        return (a & _MASK) >> b
+        return (a & ((1 << bits) - 1)) >> b
     simple: dict[str, Callable[[int, int], int]] = {
         "+": lambda x, y: x + y,
         "-": lambda x, y: x - y,
@@ -118,7 +143,7 @@ def _convert(op: str, v: int | float) -> int | float | None:
         if not math.isfinite(v):
             return None
         t = math.trunc(v)
-        lo, hi = (-(1 << 31), (1 << 31) - 1) if op == "ftoi" else (0, _MASK)
+        lo, hi = int_range("number" if op == "ftoi" else "unsigned", _WORD.get())
         return t if lo <= t <= hi else None
     return None
 

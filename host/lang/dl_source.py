@@ -25,8 +25,7 @@ from gpu_engine.host.lang.dl_lexer import _LINE_MARKER, _MASTER, marker_file
 from gpu_engine.ir import Location, ProgramError
 
 MAX_INCLUDE_DEPTH = 64
-# Soufflé's preprocessor defines the width of its values; ours are 32-bit.
-CPP_DEFINES = ("RAM_DOMAIN_SIZE=32",)
+# Soufflé's preprocessor defines the width of its values: RAM_DOMAIN_SIZE=<word size>.
 
 _DIRECTIVE_LINE = re.compile(r"^[ \t]*#[ \t]*[A-Za-z_]", re.MULTILINE)
 _CPP_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*"
@@ -40,6 +39,7 @@ class SourceOptions:
     include_dirs: tuple[str, ...] = ()
     macros: tuple[str, ...] = ()  # NAME or NAME=VALUE
     preprocessor: bool = True
+    word_size: int = 32  # RAM_DOMAIN_SIZE for the preprocessor (the run's word size)
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def run_cpp(text: str, name: str, path: Path | None, options: SourceOptions) -> 
     cmd = list(cmd)
     for d in options.include_dirs:
         cmd.append(f"-I{d}")
-    for m in (*CPP_DEFINES, *options.macros):
+    for m in (f"RAM_DOMAIN_SIZE={options.word_size}", *options.macros):
         cmd.append(f"-D{m}")
     if path is not None:
         cmd.append(str(path))

@@ -9,7 +9,13 @@ Constant subterms and ground comparisons are folded with 32-bit semantics.
 
 from __future__ import annotations
 
-from gpu_engine.host.lang.dl_fold import compare_consts, fold_call, to_float32, wrap_number
+from gpu_engine.host.lang.dl_fold import (
+    compare_consts,
+    fold_call,
+    to_float32,
+    word_bits,
+    wrap_number,
+)
 from gpu_engine.host.lang.dl_records import flatten_records
 from gpu_engine.host.lang.dl_safety import check_safety, term_vars
 from gpu_engine.host.lang.dl_syntax import (
@@ -33,10 +39,10 @@ from gpu_engine.host.lang.dl_types import TypeEnv, column_type, is_record_type
 
 from gpu_engine import ir
 from gpu_engine.ir import Call, ColumnType, Const, ProgramError, Var
+from gpu_engine.values import int_range
 
 NUMERIC = ("number", "unsigned", "float")
 INTEGRAL = ("number", "unsigned")
-_MAX_U32 = 0xFFFFFFFF
 
 # operator -> result types it can have (operands have the same type)
 _POLY_OPS: dict[str, tuple[str, ...]] = {
@@ -494,14 +500,18 @@ def _number_const(t: SNum, expected: str, ctx: str) -> Const:
     ty: ColumnType = expected  # type: ignore[assignment]
     if expected == "float":
         return Const(to_float32(float(v)), "float")
+    bits = word_bits()
+    lo, hi = int_range("number", bits)
+    umax = int_range("unsigned", bits)[1]
     if expected == "unsigned":
         if v < 0:
             raise ProgramError(f"negative constant {t.text} where {ctx} is unsigned", t.loc)
-        if v > _MAX_U32:
-            raise ProgramError(f"unsigned constant {t.text} is out of the 32-bit range", t.loc)
+        if v > umax:
+            raise ProgramError(f"unsigned constant {t.text} is out of the {bits}-bit range",
+                               t.loc)
         return Const(v, ty)
-    if t.based and -(1 << 31) <= v <= _MAX_U32:
+    if t.based and lo <= v <= umax:
         return Const(wrap_number(v), ty)
-    if not -(1 << 31) <= v < (1 << 31):
-        raise ProgramError(f"number constant {t.text} is out of the 32-bit range", t.loc)
+    if not lo <= v <= hi:
+        raise ProgramError(f"number constant {t.text} is out of the {bits}-bit range", t.loc)
     return Const(v, ty)

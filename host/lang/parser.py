@@ -25,6 +25,7 @@ from pathlib import Path
 
 from gpu_engine.host.lang.dl_builder import Builder
 from gpu_engine.host.lang.dl_components import expand_components
+from gpu_engine.host.lang.dl_fold import word_size_context
 from gpu_engine.host.lang.dl_inline import inline_relations
 from gpu_engine.host.lang.dl_lexer import DatalogLexer, LexError
 from gpu_engine.host.lang.dl_lower import Lowering
@@ -65,11 +66,13 @@ def _parser() -> tuple[Lark, Builder]:
     return lark, builder
 
 
-def parse_program(text: str, filename: str = "<input>") -> ParsedProgram:
+def parse_program(text: str, filename: str = "<input>", word_size: int = 32) -> ParsedProgram:
     """Parse and check a program given as text; ``filename`` is used in locations.
 
     ``.include`` directives are resolved relative to ``filename``'s folder; the text is not
-    run through the C preprocessor (:func:`parse_file` and the ``Reasoner`` do that)."""
+    run through the C preprocessor (:func:`parse_file` and the ``Reasoner`` do that).
+    ``word_size`` (32 or 64) is the width of numbers, unsigned and floats: constants are
+    range-checked and folded in it."""
     if ".include" in text or ".once" in text:
         text = expand_source(text, filename, SourceOptions(preprocessor=False))
     lark, builder = _parser()
@@ -90,7 +93,8 @@ def parse_program(text: str, filename: str = "<input>") -> ParsedProgram:
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))  # long operator chains nest deeply
         try:
-            return Lowering(inline_relations(expand_components(statements))).run()
+            with word_size_context(word_size):
+                return Lowering(inline_relations(expand_components(statements))).run()
         finally:
             sys.setrecursionlimit(limit)
     finally:
@@ -115,7 +119,8 @@ def parse_statements(text: str, filename: str = "<input>") -> list[Statement]:
 def parse_file(path: str | Path, options: SourceOptions | None = None) -> ParsedProgram:
     """Parse and check the program in ``path`` (preprocessed, ``.include``s spliced)."""
     source = load_source(path, options)
-    return parse_program(source.text, source.name)
+    return parse_program(source.text, source.name,
+                         options.word_size if options is not None else 32)
 
 
 # --- syntax errors ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from gpu_engine.stats import MaterialisationStats, StratumStats, UpdateStats
 
 from ..dictionary import SymbolTable
 from ..io import FactsError, decode_table, portable_table, render_rows, table_columns, unique_names
+from ..lang.dl_source import ProgramSource
 from ..lang.parser import parse_program
 from ..reasoner import Reasoner, _path_in, _source
 from . import adapter as sa
@@ -39,9 +40,16 @@ class SparkReasoner(Reasoner):
                  spark: Any = None, counting: bool = False, progress: Any = None,
                  symbols: SymbolTable | None = None, modules: str = "auto",
                  decompose: str = "auto", local_finish_rows: int = 2_000_000,
-                 checkpoint_every: int = 1, compact_every: int = 4) -> None:
+                 checkpoint_every: int = 1, compact_every: int = 4,
+                 word_size: int | None = None) -> None:
         from .backend import SparkRunner
 
+        if word_size is None and isinstance(program, ProgramSource):
+            word_size = program.options.word_size
+        if word_size not in (None, 32):
+            raise ProgramError("the Spark backend has 32-bit words only "
+                               "(word_size=64 needs the local engine)")
+        self.word_size = 32
         if counting:
             raise ProgramError("the Spark backend keeps no derivation counters "
                                "(counting=True needs the local engine)")

@@ -50,6 +50,14 @@ def encode_column(values: Any, typ: str, symbols: SymbolTable, what: str) -> np.
         return np.zeros(0, dtype=np.int64)
     if isinstance(values, pa.Array) and values.null_count:
         raise FactsError(f"{what}: column contains nulls")
+    if isinstance(values, pa.Array) and pa.types.is_decimal(values.type) and typ != "symbol":
+        target = pa.float64() if typ == "float" else pa.uint64() if typ == "unsigned" else (
+            pa.int64())
+        try:  # decimal(20, 0): how Spark holds 64-bit unsigned values
+            values = values.cast(target)
+        except pa.ArrowInvalid:
+            raise FactsError(f"{what}: a value is out of range for {typ} "
+                             f"(or not an integer)") from None
     if typ == "symbol":
         if isinstance(values, pa.Array):
             if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
@@ -510,7 +518,8 @@ _PARAM_RE = re.compile(r"^[A-Za-z_]+$")
 # --- Arrow tables in (Spark DataFrames and Parquet datasets arrive as Arrow) ----------------
 
 _ARROW_KINDS = {"number": ("integer", pa.types.is_integer),
-                "unsigned": ("integer", pa.types.is_integer),
+                "unsigned": ("integer", lambda t: pa.types.is_integer(t) or (  # Spark's uint64
+                    pa.types.is_decimal(t) and t.scale == 0)),
                 "float": ("floating-point or integer",
                           lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)),
                 "symbol": ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)
@@ -582,10 +591,16 @@ def encode_table(table: pa.Table, rel: Relation, symbols: SymbolTable, source: s
 
 def portable_table(table: pa.Table, arity: int) -> pa.Table:
     """A decoded relation table in the types Spark and Parquet readers share: unsigned
-    widened to int64, non-null fields; a nullary relation as one boolean ``holds`` column
-    (one row when it holds)."""
+    widened to int64 (64-bit unsigned to decimal(20, 0), as Spark reads Parquet's UINT64),
+    non-null fields; a nullary relation as one boolean ``holds`` column (one row when it
+    holds)."""
     if arity == 0:
         return pa.table({"holds": pa.array([True] * min(table.num_rows, 1), pa.bool_())})
-    fields = [pa.field(f.name, pa.int64() if pa.types.is_unsigned_integer(f.type) else f.type,
-                       nullable=False) for f in table.schema]
+    fields = [pa.field(f.name, _portable_type(f.type), nullable=False) for f in table.schema]
     return table.cast(pa.schema(fields))
+
+
+def _portable_type(t: pa.DataType) -> pa.DataType:
+    if t == pa.uint64():
+        return pa.decimal128(20, 0)
+    return pa.int64() if pa.types.is_unsigned_integer(t) else t

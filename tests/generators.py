@@ -648,12 +648,13 @@ def _safe(expr: Expr) -> bool:
 
 
 @st.composite
-def arithmetic_programs(draw: Draw, wide: bool = False) -> Program:
+def arithmetic_programs(draw: Draw, wide: bool = False, bits: int = 32) -> Program:
     """``v(x, y)`` facts in [-40, 40] and three rules exercising arithmetic: a computed head
     column, a comparison between expressions, and a binding ``z = expr`` used in a filter.
 
     ``wide`` adds values near the 32-bit limits and lets results overflow: they must wrap
     around (two's complement). Division by -1 is excluded there (INT_MIN / -1 traps in C).
+    ``bits=64`` (with ``wide``): values near the 64-bit limits, for 64-bit words.
     """
     v = Relation("v", (NUMBER, NUMBER))
     head = Relation("h", (NUMBER, NUMBER, NUMBER))
@@ -691,7 +692,13 @@ def arithmetic_programs(draw: Draw, wide: bool = False) -> Program:
     )
     size = draw(st.integers(1, 25))
     val = st.integers(-ARITH_VAR_BOUND, ARITH_VAR_BOUND)
-    if wide:
+    formats = FACT_FORMATS
+    if wide and bits == 64:
+        extremes = [-(2**63), -(2**63) + 1, 2**63 - 1, 2**63 - 2, 2**32, -(2**32), 3037000500,
+                    2**31, -(2**31) - 1]
+        val = st.one_of(val, st.sampled_from(extremes), st.integers(-(2**63), 2**63 - 1))
+        formats = ("arrow", "numpy", "pandas")  # the others narrow numbers to int32
+    elif wide:
         extremes = [-(2**31), -(2**31) + 1, 2**31 - 1, 2**31 - 2, 65536, -65536, 46341]
         val = st.one_of(val, st.sampled_from(extremes), st.integers(-(2**31), 2**31 - 1))
     rows_ = draw(st.lists(st.tuples(val, val), min_size=size, max_size=size))
@@ -699,7 +706,7 @@ def arithmetic_programs(draw: Draw, wide: bool = False) -> Program:
         relations=(v, head, cmp, bind),
         rules=rules,
         facts={"v": rows_},
-        fact_formats={"v": draw(st.sampled_from(FACT_FORMATS))},
+        fact_formats={"v": draw(st.sampled_from(formats))},
     )
 
 

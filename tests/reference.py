@@ -3,7 +3,8 @@
 Relations are Python sets of tuples. Strata are the strongly connected components of the
 predicate dependency graph in topological order; each stratum is evaluated by a naive fixpoint
 (every rule re-run on the whole database until nothing changes). Negation must be stratified.
-Numbers are 32-bit: arithmetic wraps, ``/`` and ``%`` truncate toward zero as in C.
+Numbers are 32-bit (64-bit with ``evaluate(..., bits=64)``, as Soufflé's 64-bit build):
+arithmetic wraps, ``/`` and ``%`` truncate toward zero as in C.
 An aggregate literal (``Agg``) is evaluated per outer assignment by solving its body with the
 correlated variables (body variables that also occur elsewhere in the rule) fixed: count is
 the number of body solutions (one per matching row combination), sum wraps to 32 bits, an
@@ -62,6 +63,15 @@ def wrap32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
 
 
+WORD_BITS = 32  # the word size of numbers during an evaluate() call
+
+
+def wrap_word(v: int) -> int:
+    """Two's complement wrap-around to the word size being evaluated."""
+    half = 1 << (WORD_BITS - 1)
+    return (v + half) % (2 * half) - half
+
+
 def c_div(a: int, b: int) -> int:
     """Integer division truncating toward zero (C semantics)."""
     if b == 0:
@@ -78,7 +88,7 @@ def c_mod(a: int, b: int) -> int:
 def eval_term(term: Term, env: Env) -> Value:
     """Value of a ground term under ``env``."""
     if isinstance(term, Const):
-        return wrap32(term.value) if isinstance(term.value, int) else term.value
+        return wrap_word(term.value) if isinstance(term.value, int) else term.value
     if isinstance(term, Var):
         return env[term.name]
     if isinstance(term, Wild):
@@ -101,7 +111,7 @@ def eval_term(term: Term, env: Env) -> Value:
         r = a**b
     else:
         raise ValueError(f"unknown operator {term.op}")
-    return wrap32(r)
+    return wrap_word(r)
 
 
 def term_vars(term: Term) -> set[str]:
@@ -176,7 +186,7 @@ def _aggregate(agg: Agg, env: Env, keys: set[str], db: dict[str, set[Row]],
     assert agg.target is not None
     vals = [e[agg.target.name] for e in inner]
     if agg.op == "sum":
-        return wrap32(sum(vals))  # type: ignore[arg-type]
+        return wrap_word(sum(vals))  # type: ignore[arg-type]
     return min(vals) if agg.op == "min" else max(vals)  # type: ignore[type-var]
 
 
@@ -388,12 +398,23 @@ def _check_arity(program: Program) -> None:
                 raise ArityMismatch(f"facts of {name} do not match its declaration")
 
 
-def evaluate(program: Program, max_tuples: int | None = None) -> dict[str, set[Row]]:
+def evaluate(program: Program, max_tuples: int | None = None,
+             bits: int = 32) -> dict[str, set[Row]]:
     """The materialisation: every declared relation mapped to its set of tuples.
 
     With ``max_tuples``, LimitExceeded is raised when the database grows beyond it or one rule
-    has more than 50 times as many partial matches (keeps the naive joins cheap).
+    has more than 50 times as many partial matches (keeps the naive joins cheap).  ``bits``
+    is the word size of numbers (32 or 64).
     """
+    global WORD_BITS
+    saved, WORD_BITS = WORD_BITS, bits
+    try:
+        return _evaluate(program, max_tuples)
+    finally:
+        WORD_BITS = saved
+
+
+def _evaluate(program: Program, max_tuples: int | None) -> dict[str, set[Row]]:
     limit = None if max_tuples is None else 50 * max_tuples
     _check_arity(program)
     eqrel = {r.name for r in program.relations if r.eqrel}

@@ -221,7 +221,9 @@ def spark_type_of(arrow_type: pa.DataType) -> Any:
     require_pyspark()
     from pyspark.sql.pandas.types import from_arrow_type
 
-    if pa.types.is_unsigned_integer(arrow_type):
+    if arrow_type == pa.uint64():
+        arrow_type = pa.decimal128(20, 0)
+    elif pa.types.is_unsigned_integer(arrow_type):
         arrow_type = pa.int64()
     return from_arrow_type(arrow_type)
 

@@ -7,7 +7,8 @@ decoded Arrow table handed to ``createDataFrame`` in a sensible number of partit
 
 Column convention (both ways): one column per ``.decl`` attribute, named after it, typed
 ``number`` → IntegerType, ``unsigned`` → LongType (Spark has no unsigned types),
-``float`` → FloatType, ``symbol`` → StringType.  On the way in any integer type is
+``float`` → FloatType, ``symbol`` → StringType; with 64-bit words ``number`` → LongType,
+``unsigned`` → DecimalType(20, 0), ``float`` → DoubleType.  On the way in any integer type is
 accepted for ``number``/``unsigned`` (values are range-checked), any numeric type for
 ``float``; extra columns are ignored.  A nullary relation is a one-column boolean
 DataFrame ``holds`` (one row when the relation holds).

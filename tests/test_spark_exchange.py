@@ -312,3 +312,22 @@ def test_spark_connect_session(tmp_path: Path) -> None:
     assert res["rows"] == [[-5, 4294967295, 0.5, "x"], [7, 0, -2.0, "ü"]]
     assert res["types"] == ["int32", "int64", "float", "string"]
     assert "no column 's' for attribute 4" in res["error"]
+
+
+def test_round_trip_with_64_bit_words(spark) -> None:
+    """With 64-bit words: number ↔ LongType, unsigned ↔ DecimalType(20, 0), float ↔
+    DoubleType, values at the 64-bit limits unchanged both ways."""
+    from pyspark.sql.types import DecimalType, DoubleType, LongType, StringType
+
+    src = pa.table({"a": pa.array([-2**63, 2**63 - 1], pa.int64()),
+                    "u": pa.array([0, 2**64 - 1], pa.uint64()),
+                    "f": pa.array([0.1, 1e300], pa.float64()), "s": ["x", "y"]})
+    r = Reasoner(TYPES, device="cpu", word_size=64)
+    assert r.load_spark("e", spark.createDataFrame(src.cast(pa.schema([
+        ("a", pa.int64()), ("u", pa.decimal128(20, 0)), ("f", pa.float64()),
+        ("s", pa.string())])))) == 2
+    out = r.to_spark("p", spark)
+    assert [f.dataType for f in out.schema.fields] == [LongType(), DecimalType(20, 0),
+                                                        DoubleType(), StringType()]
+    back = sa.to_arrow(out)
+    assert rows(back.set_column(1, "u", back.column("u").cast(pa.uint64()))) == rows(src)

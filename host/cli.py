@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stats", action="store_true",
                      help="print time, iterations, facts and derivations per stratum and rule")
     run.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
+    run.add_argument("-p", "--profile", metavar="FILE",
+                     help="write the run's profile as JSON: per stratum and rule times, "
+                          "rounds, derivations, relation sizes, phase times (Soufflé's -p)")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     run.add_argument("--modules", choices=["auto", "off"], default="auto",
                      help="transitive / symmetric-transitive closure modules where rules "
@@ -92,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     upd.add_argument("--stats", action="store_true", help="print the update statistics")
     upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
+    upd.add_argument("-p", "--profile", metavar="FILE",
+                     help="write the update's profile as JSON (statistics, relation sizes, "
+                          "phase times)")
     upd.add_argument("--quiet", action="store_true", help="no progress display")
     exl = sub.add_parser("explain", help="why a fact of a store holds: a proof tree of "
                                          "minimal height down to explicit facts")
@@ -110,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "stats_json", None):  # before any output is written
             _check_writable(Path(args.stats_json), "--stats-json")
+        if getattr(args, "profile", None):
+            _check_writable(Path(args.profile), "--profile")
         if args.command == "run":
             return _run(args)
         if args.command == "export":
@@ -182,18 +190,34 @@ def _run(args: argparse.Namespace) -> int:
         for note in [] if args.no_warn else r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
+        marks = {"start": time.perf_counter()}
         r.load_inputs(args.facts, default_io=args.format)
+        marks["load"] = time.perf_counter()
         progress.status("materialising")
         stats = r.materialise()
+        marks["materialise"] = time.perf_counter()
         # render everything before writing anything, so an error writes no output
         outputs = _render_outputs(r, args.output, args.format)
+        marks["render"] = time.perf_counter()
         if args.store:
             from .store import save_store
 
             progress.status("saving the store")
             save_store(r, args.store)
+        marks["store"] = time.perf_counter()
     _write_outputs(outputs, args.output)
     total = time.perf_counter() - t0
+    if args.profile:
+        from .profile import profile, write_profile
+
+        write_profile(args.profile, profile(
+            "run", r, {"total": total, "load": marks["load"] - marks["start"],
+                       "materialise": marks["materialise"] - marks["load"],
+                       "outputs": marks["render"] - marks["materialise"] + (
+                           time.perf_counter() - marks["store"]),
+                       "store": marks["store"] - marks["render"]},
+            program=args.program, materialisation=stats.to_dict(),
+            relations=r.relation_sizes()))
     if args.stats:
         _print_stats(stats, r.load_seconds, total)
     if args.stats_json:
@@ -372,17 +396,33 @@ def _update(args: argparse.Namespace) -> int:
         r = open_store(args.store, device=args.device)
         if args.modules and args.modules != r.engine.modules:
             r.engine.set_modules(args.modules)
+        marks = {"load_store": time.perf_counter()}
         progress.status("reading facts")
         insert = _read_update_facts(r, args.insert, args.format) if args.insert else {}
         delete = _read_update_facts(r, args.delete, args.format) if args.delete else {}
+        marks["read_facts"] = time.perf_counter()
         progress.status("updating")
         stats = r.update_encoded(insert, delete, args.algorithm)
+        marks["update"] = time.perf_counter()
         outputs = _render_outputs(r, args.output, args.format) if args.output else None
+        marks["render"] = time.perf_counter()
         progress.status("committing")
         save_store(r, args.store)
+        marks["commit"] = time.perf_counter()
     if outputs is not None:
         _write_outputs(outputs, args.output)
     total = time.perf_counter() - t0
+    if args.profile:
+        from .profile import profile, write_profile
+
+        write_profile(args.profile, profile(
+            "update", r, {"total": total, "load_store": marks["load_store"] - t0,
+                          "read_facts": marks["read_facts"] - marks["load_store"],
+                          "update": marks["update"] - marks["read_facts"],
+                          "outputs": marks["render"] - marks["update"] + (
+                              time.perf_counter() - marks["commit"]),
+                          "commit": marks["commit"] - marks["render"]},
+            store=args.store, update=stats.to_dict(), relations=r.relation_sizes()))
     if args.stats:
         _print_update_stats(stats, total)
     if args.stats_json:

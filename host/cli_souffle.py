@@ -3,8 +3,9 @@
 ``-I DIR`` (include folders for ``.include`` and ``#include``), ``-M "X=1 Y=2"`` (macros for
 the C preprocessor), ``--no-preprocessor``, ``-j N`` (threads of the CPU kernels), ``-w``
 (no warnings or notes) and ``--version`` behave as in Soufflé; options for what this engine
-does not do (functor libraries, compilation, profiling, provenance, ...) are refused by name
-rather than ignored.
+does not do (functor libraries, compilation, provenance, ...) are refused by name rather
+than ignored.  (``-p FILE``/``--profile FILE``, Soufflé's profile, is an option of ``run``
+itself: see ``host/profile.py``.)
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ _REFUSED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-c", "--compile"), False, "compiling the program to an executable"),
     (("-g", "--generate"), True, "generating C++ code"),
     (("-s", "--swig"), True, "SWIG interfaces"),
-    (("-p", "--profile"), True, "profiling logs"),
     (("-t", "--provenance"), True, "provenance (use 'gpu-engine explain' on a store)"),
     (("-r", "--debug-report"), True, "HTML debug reports"),
     (("--show",), True, "printing transformed programs"),

@@ -31,6 +31,8 @@ def add_query_parser(sub: Any) -> None:
     q.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     q.add_argument("--stats", action="store_true",
                    help="print the time to load the store and to answer the query")
+    q.add_argument("-p", "--profile", metavar="FILE",
+                   help="write the times and the row count as JSON (see host/profile.py)")
 
 
 def query_command(args: argparse.Namespace) -> int:
@@ -48,6 +50,13 @@ def query_command(args: argparse.Namespace) -> int:
     text = format_result(result, args.format, args.header)
     t3 = time.perf_counter()
     sys.stdout.write(text)
+    if args.profile:
+        from .profile import profile, write_profile
+
+        write_profile(args.profile, profile(
+            "query", r, {"total": time.perf_counter() - t0, "load_store": t1 - t0,
+                         "answer": t2 - t1, "format": t3 - t2},
+            store=args.store, query={"text": args.query, "rows": result.table.num_rows}))
     if args.stats:
         print(f"store loaded in {t1 - t0:.3f} s; query answered in {t2 - t1:.4f} s "
               f"({result.table.num_rows:,} rows, formatted in {t3 - t2:.4f} s) on "

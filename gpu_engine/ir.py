@@ -7,7 +7,8 @@ location carried for error messages.
 Conventions
 -----------
 * Every attribute has one of four base types: ``number`` (32-bit signed), ``unsigned``
-  (32-bit unsigned), ``float`` (32-bit IEEE) and ``symbol`` (dictionary-encoded string).
+  (32-bit unsigned), ``float`` (32-bit IEEE) and ``symbol`` (dictionary-encoded string);
+  with 64-bit words (``gpu_engine.values``) the first three are 64 bits wide.
 * Disjunctions and multiple heads are expanded by the parser: a :class:`Rule` has exactly
   one head atom and a conjunctive body.
 * An anonymous variable ``_`` is lowered to a fresh :class:`Var` whose name starts with

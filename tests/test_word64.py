@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import locate_shared_dir
 from generators import (
     Program,
     arithmetic_programs,
@@ -35,7 +36,9 @@ from gpu_engine.ir import ProgramError
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 U64_MAX = 2**64 - 1
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "wider-souffle"
+_SHARED = locate_shared_dir()
+SHARED = (_SHARED if _SHARED is not None else Path("/nonexistent")) / "conformance" / \
+    "wider-souffle"
 
 
 def rows(r: Reasoner, name: str) -> set[tuple]:

@@ -12,6 +12,12 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 
 * an aggregate ranges over the instances of its body (every variable assigned,
   anonymous ones included), so ``sum y : { a(y, _) }`` adds ``y`` once per ``a`` fact;
+  a body Soufflé materialises (several positive atoms, an inner aggregate, or one atom with
+  a repeated variable) is a set over its named variables instead (``Aggregate.distinct``):
+  ``count : { a(x, _), b(x) }`` counts the distinct ``x``;
+* witnesses of ``min``/``max`` (a body variable used outside, ungrounded there) are
+  grounded by a rewrite of the clause (``dl_witness``); those of other operators are
+  refused, as in Soufflé;
 * ``sum``/``min``/``max``/``mean`` of an empty group give no row (the rule does not
   fire for that group), ``count`` gives 0;
 * ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
@@ -23,7 +29,8 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 * when a correlated variable is not bound inside the body (``count : { p(y), y < x }``)
   the body ranges over the enclosing clause's bindings of it: a hidden relation
   ``@aggK.dom`` holds them (the clause's literals that do not read an aggregate's result);
-* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused.
+* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused;
+  ``_ = min ...`` only requires the aggregate to have a value.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from gpu_engine.host.lang.dl_syntax import (
     SVar,
     SWild,
 )
+from gpu_engine.host.lang.dl_witness import ground_witnesses, shallow_vars
 
 from gpu_engine import ir
 from gpu_engine.ir import ProgramError
@@ -156,11 +164,21 @@ class AggregateLowering:
 
     def expand(self, head: SAtom, body: list[SLiteral]) -> list[Clause]:
         """Alternatives of the clause with every aggregate replaced (none: unchanged)."""
+        if clause_has_aggregate(head, body):
+            # `_ = aggregate`: the aggregate has a value (the wildcard becomes a variable)
+            body = [replace(lit, left=SVar(self._fresh("_"), lit.left.loc))
+                    if isinstance(lit, SCmp) and lit.op == "=" and isinstance(lit.left, SWild)
+                    and _has_agg(lit.right) else
+                    replace(lit, right=SVar(self._fresh("_"), lit.right.loc))
+                    if isinstance(lit, SCmp) and lit.op == "=" and isinstance(lit.right, SWild)
+                    and _has_agg(lit.left) else lit for lit in body]
+            head, body = ground_witnesses(head, body, self._fresh)
         found: list[SAgg] = []
 
         def collect(t: STerm) -> None:
             if isinstance(t, SAgg):
-                found.append(t)
+                if all(t is not f for f in found):  # one term may occur several times
+                    found.append(t)
             elif isinstance(t, SCall):
                 for a in t.args:
                     collect(a)
@@ -233,6 +251,10 @@ class AggregateLowering:
                         "of min/max (a body variable used outside) are not supported", v.loc)
         return [(new_head, alt) for alt in alternatives]
 
+    def _fresh(self, name: str) -> str:
+        self.count += 1
+        return f"{name}@w{self.count}"
+
     # ---- one aggregate ----------------------------------------------------------------
 
     def _define(self, agg: SAgg, outer: set[str],
@@ -269,6 +291,17 @@ class AggregateLowering:
         elif agg.target is not None:  # an expression: bound to a fresh variable inside
             target = SVar(f"@t{self.count}", agg.target.loc)
             body = [*body, SCmp("=", target, agg.target, agg.loc, agg.loc)]
+        # Soufflé materialises a complex body as a set over its named variables (those of
+        # inner aggregates excluded): each distinct assignment of them is one instance
+        distinct = _materialised(body)
+        local: list[SVar] = []
+        if distinct:
+            taken = {k.name for k in keys} | ({target.name} if target is not None else set())
+            for lit in body:
+                for v in shallow_vars(lit):
+                    if v.name not in taken:
+                        taken.add(v.name)
+                        local.append(v)
         name = f"@agg{self.count}"
         self.count += 1
         if any(k.name not in bound_variables_deep(body) for k in keys):
@@ -278,7 +311,7 @@ class AggregateLowering:
             _types, rules = self._declare_typed(dom, keys, [(dom_head, list(context))], agg)
             self.program.rules.extend(rules)
             body = [SAtom(dom, tuple(keys), agg.loc), *body]
-        head_vars = keys + ([target] if target is not None else [])
+        head_vars = keys + ([target] if target is not None else []) + local
         inner_name = name + ".in"
         inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
         rels = self.program.relations
@@ -292,7 +325,7 @@ class AggregateLowering:
         if agg.op == "count":
             result = "number"
         else:
-            t = vt[-1]
+            t = vt[len(keys)]
             if t == "symbol":
                 raise ProgramError(f"'{agg.op}' over symbols is not supported", agg.loc)
             result = "float" if agg.op == "mean" else t
@@ -302,7 +335,7 @@ class AggregateLowering:
             "set", agg.loc)  # type: ignore[arg-type]
         self.program.aggregates[name] = ir.Aggregate(
             name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
-            None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
+            None if agg.op == "count" else vt[len(keys)], distinct)  # type: ignore[arg-type]
         return keys, name
 
     def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
@@ -344,6 +377,18 @@ class AggregateLowering:
             if lowered is not None:
                 rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
         return vt, rules
+
+
+def _materialised(body: list[SLiteral]) -> bool:
+    """Whether Soufflé materialises the aggregate body (several positive atoms, an inner
+    aggregate, or one atom with a repeated variable)."""
+    atoms = [lit for lit in body if isinstance(lit, SAtom)]
+    if len(atoms) > 1 or any(_has_agg(t) for lit in body for t in _literal_terms(lit)):
+        return True
+    if atoms:
+        names = [v.name for t in atoms[0].args for v in deep_vars(t)]
+        return len(names) != len(set(names))
+    return False
 
 
 def _context(body: list[SLiteral]) -> list[SLiteral]:

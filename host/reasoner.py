@@ -110,9 +110,12 @@ class Reasoner:
                 cols, n = read_parquet_facts(path, rel, self.symbols)
                 loaded.append((d.relation, list(cols), n))
                 continue
+            if io in ("json", "jsonfile", "sqlite"):
+                loaded.append((d.relation, *self._read_other(d, rel, io, facts_dir)))
+                continue
             if io != "file":
                 raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
-                                   "(file or parquet)", d.loc)
+                                   "(file, parquet, jsonfile, json, sqlite)", d.loc)
             path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
             fcols = read_facts(path, rel, self.symbols, options=io_options(d))
             n = len(fcols[0]) if fcols else 0
@@ -120,6 +123,26 @@ class Reasoner:
         for name, cols, n in loaded:
             self.engine.add_facts(name, cols, n_rows=n)
         self.load_seconds += time.perf_counter() - t0
+
+    def _read_other(self, d: Any, rel: Any, io: str, facts_dir: str | Path
+                    ) -> tuple[list[Any], int]:
+        """Columns and row count of a JSON (``host.json_io``) or SQLite
+        (``host.sqlite_io``) input."""
+        if io == "sqlite":
+            from .sqlite_io import check_sqlite_relation, database_name, read_sqlite_facts
+            from .sqlite_io import resolve as resolve_db
+
+            check_sqlite_relation(rel, d.loc)
+            db = resolve_db(database_name(d), facts_dir)
+            return read_sqlite_facts(db, d.params.get("name", d.relation), rel, self.symbols)
+        from .json_io import check_json_relation, read_json_path
+
+        check_json_relation(rel, d.loc)
+        if io == "json":
+            return read_json_path(Path("-"), rel, self.symbols)
+        name = d.params.get("name", d.relation)
+        return read_json_path(_path_in(facts_dir, d.params.get("filename", f"{name}.json")),
+                              rel, self.symbols)
 
     # --- Spark ------------------------------------------------------------------------
 

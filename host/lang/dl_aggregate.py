@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gpu_engine.host.lang.dl_safety import bound_variables
 from gpu_engine.host.lang.dl_syntax import (
     SAgg,
     SAtom,
@@ -53,7 +52,13 @@ from gpu_engine.host.lang.dl_syntax import (
     SVar,
     SWild,
 )
-from gpu_engine.host.lang.dl_witness import ground_witnesses, shallow_vars
+from gpu_engine.host.lang.dl_types import column_type, is_record_type
+from gpu_engine.host.lang.dl_walk import children
+from gpu_engine.host.lang.dl_witness import (
+    bound_with_patterns,
+    ground_witnesses,
+    shallow_vars,
+)
 
 from gpu_engine import ir
 from gpu_engine.ir import ProgramError
@@ -65,38 +70,17 @@ Clause = tuple[SAtom, list[SLiteral]]
 
 
 def deep_vars(t: STerm) -> Iterator[SVar]:
-    """Named variables of a term, including those inside aggregate bodies."""
+    """Named variables of a term, including those inside records, ADT values and
+    aggregate bodies (in order of appearance)."""
     if isinstance(t, SVar):
         yield t
-    elif isinstance(t, SCall):
-        for a in t.args:
-            yield from deep_vars(a)
-    elif isinstance(t, SCast):
-        yield from deep_vars(t.arg)
-    elif isinstance(t, SAgg):
-        if t.target is not None:
-            yield from deep_vars(t.target)
-        yield from _formula_vars(t.body)
+        return
+    for child in children(t):
+        yield from deep_vars(child)
 
 
 def _formula_vars(f: object) -> Iterator[SVar]:
-    from gpu_engine.host.lang.dl_syntax import SAnd, SBool, SNot, SOr
-
-    if isinstance(f, SAtom):
-        for a in f.args:
-            yield from deep_vars(a)
-    elif isinstance(f, SCmp):
-        yield from deep_vars(f.left)
-        yield from deep_vars(f.right)
-    elif isinstance(f, SNot):
-        yield from _formula_vars(f.inner)
-    elif isinstance(f, (SAnd, SOr)):
-        for item in f.items:
-            yield from _formula_vars(item)
-    elif isinstance(f, SNegAtom):
-        yield from _formula_vars(f.atom)
-    elif isinstance(f, SBool):
-        return
+    yield from deep_vars(f)  # type: ignore[arg-type]
 
 
 def first_aggregate(f: object) -> SAgg | None:
@@ -155,9 +139,12 @@ def clause_has_aggregate(head: SAtom, body: list[SLiteral]) -> bool:
 class AggregateLowering:
     """Replaces the aggregates of clauses by hidden relations (one per aggregate)."""
 
-    def __init__(self, program: ir.Program, types: TypeEnv) -> None:
+    def __init__(self, program: ir.Program, types: TypeEnv,
+                 attr_types: dict[str, tuple[str, ...]] | None = None) -> None:
         self.program = program
         self.types = types
+        # front-end attribute types (records and ADTs too), shared with the lowering
+        self.attr_types = attr_types if attr_types is not None else {}
         self.count = 0
 
     # ---- clauses ----------------------------------------------------------------------
@@ -241,7 +228,7 @@ class AggregateLowering:
             alternatives = nxt
         inside = {v.name: v for agg in found for v in deep_vars(agg)}
         for alt in alternatives:  # Soufflé's witnesses: a body variable used ungrounded
-            bound = bound_variables(alt)
+            bound = bound_with_patterns(alt)
             outside = [v for t in new_head.args for v in deep_vars(t)] + [
                 v for lit in alt for t in _literal_terms(lit) for v in deep_vars(t)]
             for v in outside:
@@ -328,11 +315,15 @@ class AggregateLowering:
             t = vt[len(keys)]
             if t == "symbol":
                 raise ProgramError(f"'{agg.op}' over symbols is not supported", agg.loc)
+            if is_record_type(t):
+                raise ProgramError(f"'{agg.op}' over records or ADTs is not supported "
+                                   "(their order is not defined)", agg.loc)
             result = "float" if agg.op == "mean" else t
         key_types = vt[:len(keys)]
         rels[name] = ir.Relation(
-            name, tuple((f"k{i}", t) for i, t in enumerate(key_types)) + (("value", result),),
-            "set", agg.loc)  # type: ignore[arg-type]
+            name, tuple((f"k{i}", column_type(t)) for i, t in enumerate(key_types))
+            + (("value", column_type(result)),), "set", agg.loc)  # type: ignore[arg-type]
+        self.attr_types[name] = (*key_types, result)
         self.program.aggregates[name] = ir.Aggregate(
             name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
             None if agg.op == "count" else vt[len(keys)], distinct)  # type: ignore[arg-type]
@@ -362,18 +353,21 @@ class AggregateLowering:
         rels = self.program.relations
         rels[name] = ir.Relation(name, tuple((v.name, "number") for v in head_vars), "set",
                                  agg.loc)
-        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
+        self.attr_types.pop(name, None)
+        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types, self.attr_types)
         for lit in alts[0][1]:
             a = lit.atom if isinstance(lit, SNegAtom) else lit
             if isinstance(a, SAtom):
                 typer._check_atom(a)
         typer._infer_variable_types()
         vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
-        rels[name] = ir.Relation(name, tuple((v.name, t) for v, t in zip(head_vars, vt)),
+        rels[name] = ir.Relation(name, tuple((v.name, column_type(t))
+                                             for v, t in zip(head_vars, vt)),
                                  "set", agg.loc)  # type: ignore[misc]
+        self.attr_types[name] = tuple(vt)
         rules: list[ir.Rule] = []
         for h, b in alts:
-            lowered = ClauseTyper(h, b, rels, self.types).lower()
+            lowered = ClauseTyper(h, b, rels, self.types, self.attr_types).lower()
             if lowered is not None:
                 rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
         return vt, rules
@@ -399,7 +393,7 @@ def _context(body: list[SLiteral]) -> list[SLiteral]:
 
     out = [lit for lit in body if not reads_result(lit)]
     while True:
-        bound = bound_variables(out)
+        bound = bound_with_patterns(out)
         keep = [lit for lit in out if isinstance(lit, SAtom) or all(
             v.name in bound for t in _literal_terms(lit) for v in deep_vars(t))]
         if len(keep) == len(out):
@@ -418,7 +412,7 @@ def bound_variables_deep(body: list[SLiteral]) -> set[str]:
             lit = replace(lit, args=tuple(SWild(lit.loc) if _has_agg(t) else t
                                           for t in lit.args))
         flat.append(lit)
-    return bound_variables(flat)
+    return bound_with_patterns(flat)
 
 
 def _vars_outside(t: STerm, agg: SAgg) -> Iterator[SVar]:

@@ -92,8 +92,8 @@ class Lowering:
         self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
         self.magic: list[tuple[str, Location]] = []
         self.demand_only: frozenset[str] = frozenset()
-        self.aggregates = AggregateLowering(self.program, self.types)
         self.attr_types: dict[str, tuple[str, ...]] = {}  # front-end types (records too)
+        self.aggregates = AggregateLowering(self.program, self.types, self.attr_types)
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -245,7 +245,8 @@ class Lowering:
         assert stmt.dominating is not None
         low, high = named(stmt.heads[0]), named(stmt.dominating)
         for body in bodies:
-            typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types)
+            typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types,
+                                self.attr_types)
             lowered = typer.lower()
             if lowered is None:
                 continue

@@ -21,10 +21,11 @@ Soufflé (there is no instance the result belongs to).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from gpu_engine.host.lang.dl_safety import bound_variables
-from gpu_engine.host.lang.dl_syntax import SAgg, SAtom, SCmp, SLiteral, SNum, SVar
+from gpu_engine.host.lang.dl_syntax import SAdt, SAgg, SAtom, SCmp, SLiteral, SNum, SRecord, SVar
 from gpu_engine.host.lang.dl_walk import children, transform
 
 from gpu_engine.ir import ProgramError
@@ -74,7 +75,47 @@ def _body(agg: SAgg) -> list[SLiteral] | None:
 
 
 def _grounded(lits: list[SLiteral]) -> set[str]:
-    return bound_variables(_masked(lits))
+    return bound_with_patterns(_masked(lits))
+
+
+def _pattern_vars(t: Any) -> Iterator[str]:
+    if isinstance(t, SVar):
+        yield t.name
+    elif isinstance(t, (SRecord, SAdt)):
+        for a in t.args:
+            yield from _pattern_vars(a)
+
+
+def bound_with_patterns(body: list[SLiteral]) -> set[str]:
+    """:func:`bound_variables` where record and ADT patterns also bind: in positive atoms,
+    and in equalities with a bound variable on the other side (the front end flattens
+    them later, ``dl_records``)."""
+    lits: list[SLiteral] = []
+    for k, lit in enumerate(body):
+        if isinstance(lit, SAtom) and any(isinstance(a, (SRecord, SAdt)) for a in lit.args):
+            args = []
+            for j, a in enumerate(lit.args):
+                if isinstance(a, (SRecord, SAdt)):
+                    v = SVar(f"@pat{k}.{j}", a.loc)
+                    lits.append(SCmp("=", v, a, a.loc, a.loc))
+                    args.append(v)
+                else:
+                    args.append(a)
+            lits.append(replace(lit, args=tuple(args)))
+        else:
+            lits.append(lit)
+    bound = bound_variables(lits)
+    while True:
+        grown = set(bound)
+        for c in lits:
+            if isinstance(c, SCmp) and c.op == "=":
+                for side, other in ((c.left, c.right), (c.right, c.left)):
+                    if isinstance(side, SVar) and side.name in bound:
+                        grown.update(_pattern_vars(other))
+        if grown == bound:
+            return {v for v in bound if not v.startswith("@pat")}
+        seed = SAtom("@bound", tuple(SVar(v, body[0].loc) for v in sorted(grown)), body[0].loc)
+        bound = bound_variables([*lits, seed])
 
 
 def _witnesses(agg: SAgg, ancestors: tuple[SAgg, ...], outside: set[str],

@@ -83,6 +83,11 @@ u(1, 4000000000). u(1, 1000000000). u(2, 3).
      "r(x:number, c:number)", {(1, 0), (2, 0), (3, 1)}),
     ("r(x, c) :- p(x), c = count : { q(x, y), count : { p(w), w = y - 4 } = 1 }.",
      "r(x:number, c:number)", {(1, 2), (2, 1), (3, 0)}),
+    # a key grounded by another aggregate's result (Soufflé's injected variable)
+    ("r(x, c) :- x = min y : { q(y, _) }, c = max z : { q(w, z), w = x }.",
+     "r(x:number, c:number)", {(1, 6)}),
+    ("r(x, c) :- x = max y : { q(y, _) }, c = min z : { q(x, z) }.",
+     "r(x:number, c:number)", {(3, -2)}),
     # one instance per assignment (z is a variable of the body)
     ("r(c) :- c = sum y : { q(_, y), z = y * 2 }.", "r(c:number)", {(16,)}),
 ])
@@ -111,6 +116,9 @@ def test_count_empty_group_and_derived_input() -> None:
      "target"),
     (".decl a(x:number)\n.decl b(x:number)\nb(x) :- x = count : { a(y), y < x }.\n",
      (3, 33), "unsafe variable"),
+    (".decl a(x:number)\n.decl b(x:number, y:number)\n"
+     "b(x, c) :- x = max y : a(y), c = count : { a(y), y < x }.\n",
+     (3, 54), "another aggregate's result"),
 ])
 def test_errors(text: str, where: tuple[int, int], words: str) -> None:
     with pytest.raises(ProgramError) as e:

@@ -215,7 +215,11 @@ class AggregateLowering:
                 for t in _literal_terms(lit):
                     outer |= {v.name for v in _vars_outside(t, agg)}
             context = _context(new_body)
-            keys, rel = self._define(agg, outer, context)
+            # grounded outside (Soufflé's injected variables): by the clause, the other
+            # aggregates' results included, but not this aggregate's own result
+            others = tuple(names[id(a)] for a in found if a is not agg)
+            grounded = bound_with_patterns([*new_body, SAtom("@results", others, agg.loc)])
+            keys, rel = self._define(agg, outer, context, grounded)
             res = names[id(agg)]
             hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
             nxt: list[list[SLiteral]] = []
@@ -244,8 +248,8 @@ class AggregateLowering:
 
     # ---- one aggregate ----------------------------------------------------------------
 
-    def _define(self, agg: SAgg, outer: set[str],
-                context: list[SLiteral]) -> tuple[list[SVar], str]:
+    def _define(self, agg: SAgg, outer: set[str], context: list[SLiteral],
+                grounded: set[str] | None = None) -> tuple[list[SVar], str]:
         """Declare and define the hidden relation of ``agg``; its key variables.
         ``context`` holds the enclosing clause's literals that do not read an aggregate's
         result: they define the domain of keys the body does not bind itself."""
@@ -262,6 +266,8 @@ class AggregateLowering:
         # correlated: grounded outside the aggregate (a body variable that occurs outside
         # only where the aggregate grounds it, e.g. its own result, is local to the body)
         bound_ctx = bound_variables_deep(context)
+        if grounded is not None:
+            bound_ctx = bound_ctx | grounded
         for lit in body:
             for t in _literal_terms(lit):
                 for v in deep_vars(t):
@@ -291,7 +297,14 @@ class AggregateLowering:
                         local.append(v)
         name = f"@agg{self.count}"
         self.count += 1
-        if any(k.name not in bound_variables_deep(body) for k in keys):
+        unbound = [k for k in keys if k.name not in bound_variables_deep(body)]
+        for k in unbound:
+            if k.name not in bound_variables_deep(context):
+                raise ProgramError(
+                    f"variable '{k.name}' is given to the aggregate by another aggregate's "
+                    "result and not bound in its body: not supported (bind it in the body)",
+                    k.loc)
+        if unbound:
             # keys bound only outside: their domain is the context's bindings of them
             dom = name + ".dom"
             dom_head = SAtom(dom, tuple(keys), agg.loc)

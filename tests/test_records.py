@@ -359,3 +359,25 @@ def test_subsumption_with_record_patterns() -> None:
     v(1, [2, 3]). v(1, [1, 5]). v(2, [0, 0]). v(1, [0, 4]).
     """)
     assert lines(r, "v") == {"1\t[1, 5]", "1\t[0, 4]", "2\t[0, 0]"}
+
+
+def test_untyped_record_literals() -> None:
+    """Comparisons of record literals without a declared type are decided by unification
+    (Soufflé's semantic__type_system_records)."""
+    r = run("""
+    .decl b(x: number)
+    b(a) :- [a, a] = [2, 2], [3] = [3].
+    b(a) :- [1, a] = [2, 4].
+    b(5) :- [1, "3", 5] != [2, "3", 5].
+    b(6) :- [] != [].
+    b(7) :- _ = [1], [[_], 3] = [[[1]], 3].
+    b(c) :- a = [1, [x, c]], [1, y] = a, y = [8, 9], x = 8.
+    b(x) :- a = [10, 2], b = a, c = b, c = [10, x], x != 3.
+    b(a) :- b(a), [[a, 1]] != [[5, 1]], a < 3.
+    .type P = [x: number, y: number]
+    .decl p(r: P)
+    p(r) :- r = [1, 2].
+    p(r) :- b(x), x > 8, r = [x, x].
+    """)
+    assert lines(r, "b") == {"2", "5", "7", "9"}
+    assert lines(r, "p") == {"[1, 2]", "[9, 9]"}

@@ -32,6 +32,7 @@ from gpu_engine.host.lang.dl_syntax import (
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
 from gpu_engine.host.lang.dl_types import TypeEnv, column_type
+from gpu_engine.host.lang.dl_untyped_records import has_untyped_records, solve_untyped_records
 
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError
@@ -262,7 +263,9 @@ class Lowering:
         if not bodies:
             self.notes.append(f"{stmt.loc}: the rule can never fire (its body is false)")
         clauses = [c for written in stmt.heads for body in bodies
-                   for c in self.aggregates.expand(written, body)]
+                   for h, b in (solve_untyped_records(written, body)
+                                if has_untyped_records(body) else [(written, body)])
+                   for c in self.aggregates.expand(h, b)]
         for head, body in clauses:
             try:
                 lowered = ClauseTyper(head, body, self.program.relations, self.types,

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs faults bench bench-incremental \
+.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean
 
@@ -40,6 +40,12 @@ fuzz: $(STAMP)
 fuzz-programs: $(STAMP)
 	$(PY) -m benchmarks.campaigns.programs --n $(or $(N),10000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_programs.jsonl
+
+## fuzz-aggregates: N random update sequences (default 1000) on generated aggregate programs,
+##   every maintenance algorithm against rematerialisation (relations, E, counters)
+fuzz-aggregates: $(STAMP)
+	$(PY) -m benchmarks.campaigns.aggregates --n $(or $(N),1000) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_aggregates.jsonl
 
 ## fuzz-inputs: N malformed programs, fact files (CSV/TSV/Parquet/N-Triples), stores and
 ##   argument lists (default 10000): clear errors only, no traceback, no partial write

@@ -4,7 +4,8 @@ An aggregate's hidden relation is computed columnar: the body is evaluated as a 
 engine's rule evaluation, instances not deduplicated), its head rows are sorted by group
 key (and value), and each group is reduced by segment operations on the sorted array
 (first/last element for min/max, differences of a cumulative sum for sum/mean, segment
-lengths for count).  With ``keys`` given, the evaluation starts from those group keys
+lengths for count).  A ``distinct`` aggregate's head rows are made unique first (Soufflé's
+materialised body).  With ``keys`` given, the evaluation starts from those group keys
 only (correlated aggregates: only the groups an update touched are recomputed).
 
 Maintenance (every algorithm, :func:`update_stratum`): the instances of the body that
@@ -71,6 +72,9 @@ def evaluate(ev: RuleEvaluator, agg: Aggregate, version: Version,
         return RowSet.empty(be, agg.keys + 1)
     cols, weights = concat_outputs(be, arity, outs)
     n = sum(o.n for o in outs)
+    if agg.distinct:  # a set over the head (keys, target, the body's named variables)
+        rows = RowSet.from_columns(be, cols, arity, n_rows=n)
+        cols, n, weights = rows.cols, len(rows), None
     return reduce_groups(ev, agg, cols, n, weights)
 
 

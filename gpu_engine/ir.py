@@ -151,7 +151,8 @@ class Aggregate:
     variables of the body that also occur outside it (correlated: the group key), ``t``
     the aggregated variable.  For each group key for which the body has instances the
     relation holds one row whose last column is ``op`` over the body's instances (each an
-    assignment of all the body's variables, anonymous ones included):
+    assignment of all the body's variables, anonymous ones included; with ``distinct``, each
+    distinct head row ``(k.., t, locals..)``):
 
     * ``count``: the number of instances (``number``);
     * ``sum``: the sum of ``t`` over the instances, of ``t``'s type (``number`` and
@@ -173,6 +174,10 @@ class Aggregate:
     keys: int  # the number of group-key columns
     loc: Location = field(default_factory=Location, compare=False)
     arg_type: ColumnType | None = None  # the aggregated variable's type (None: count)
+    # Soufflé materialises a complex body (several atoms, an inner aggregate, a repeated
+    # variable) as a set over its named variables: the head is then (k.., t, locals..) and
+    # each distinct head row is one instance
+    distinct: bool = False
 
     @property
     def reads(self) -> frozenset[str]:

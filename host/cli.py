@@ -252,12 +252,16 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
     from .io_params import io_options
 
     outputs: list[tuple[str, str, Any, str | None]] = []
+    databases: dict[str, Any] = {}  # IO=sqlite: one SqliteOutput per database
     for d in r.parsed.directives:
         if d.kind == "output":
             io = d.params.get("IO", default_io)
-            if io not in ("file", "stdout", "parquet"):
+            if io not in ("file", "stdout", "parquet", "json", "jsonfile", "sqlite"):
                 raise ProgramError(f"unsupported IO={io!r} for .output {d.relation} "
-                                   "(file, stdout or parquet)", d.loc)
+                                   "(file, stdout, parquet, jsonfile, json or sqlite)", d.loc)
+            if io in ("json", "jsonfile", "sqlite"):
+                _render_other(r, d, io, output, outputs, databases)
+                continue
             opts = io_options(d)
             if io == "parquet" and output != "-":
                 fname = d.params.get("filename", f"{d.relation}.parquet")
@@ -276,10 +280,49 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
             else:
                 full = text if header is None else f"{header}\n{text}"
                 outputs.append((d.relation, dest, encode_output(full, opts), None))
+    for db, sq in databases.items():
+        if sq.db.startswith(("file:", ":memory:")):
+            outputs.append((sq.tables[0][0], "-sqlite", sq, None))  # SQLite opens the URI
+        else:
+            path = Path(db) if Path(db).is_absolute() else Path(output) / db
+            outputs.append((sq.tables[0][0], db, sq.build(path), None))
     wanted = [d.relation for d in r.parsed.directives if d.kind == "printsize"]
     known = r.relation_sizes() if wanted else {}
     sizes = [(name, known[name]) for name in wanted]
     return outputs, sizes
+
+
+def _render_other(r: Reasoner, d: Any, io: str, output: str,
+                  outputs: list[tuple[str, str, Any, str | None]], databases: dict[str, Any]
+                  ) -> None:
+    """JSON (``host.json_io``) and SQLite (``host.sqlite_io``) outputs of directive ``d``:
+    ``IO=json`` goes to stdout as it is (destination ``-raw``)."""
+    rel = r.program.relations[d.relation]
+    cols = r.engine.columns(d.relation)
+    n = r.engine.size(d.relation)
+    if io == "sqlite":
+        from .sqlite_io import SqliteOutput, check_sqlite_relation, database_name, resolve
+
+        check_sqlite_relation(rel, d.loc)
+        if output == "-":
+            raise ProgramError(f"IO=sqlite for .output {d.relation} needs an output "
+                               "directory (-D DIR), not -D-", d.loc)
+        db = database_name(d)
+        target = resolve(db, output) if db.startswith(("file:", ":memory:")) else db
+        sq = databases.setdefault(target, SqliteOutput(target, symbols=r.symbols))
+        sq.add(d.params.get("name", d.relation), rel, tuple(cols), n)
+        return
+    from .json_io import check_json_relation, render_json
+
+    check_json_relation(rel, d.loc)
+    host_cols = tuple(np.asarray(c) for c in cols)
+    text = render_json(host_cols, rel, r.symbols, n, d.params.get("format", "list") == "object")
+    if io == "json" or output == "-":
+        outputs.append((d.relation, "-raw", text, None))
+    else:
+        name = d.params.get("name", d.relation)
+        outputs.append((d.relation, d.params.get("filename", f"{name}.json"),
+                        text.encode("utf-8"), None))
 
 
 def _special(path: Path) -> bool:
@@ -315,7 +358,7 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
     spark_frames: list[tuple[Path, Any]] = []
     try:
         for _rel, dest, data, _ in outputs:
-            if dest == "-":
+            if dest in ("-", "-raw", "-sqlite"):
                 continue
             path = Path(dest) if Path(dest).is_absolute() else out_dir / dest
             if path.is_dir() and not isinstance(data, pa.Table):
@@ -338,6 +381,9 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
         for path, data in specials:  # after the files: a device write cannot be undone
             with open(path, "wb") as f:
                 f.write(data)
+        for _rel, dest, data, _ in outputs:  # SQLite databases named by a URI
+            if dest == "-sqlite":
+                data.write_uri()
     finally:
         for tmp, _, is_dir in staged:
             if is_dir:
@@ -345,7 +391,9 @@ def _write_outputs(rendered: Outputs, output: str) -> None:
             else:
                 tmp.unlink(missing_ok=True)
     for rel, dest, data, header in outputs:
-        if dest == "-":
+        if dest == "-raw":  # IO=json: the JSON text as it is
+            sys.stdout.write(data)
+        elif dest == "-":
             head = "" if header is None else f"{header}\n"
             sys.stdout.write(f"---------------\n{rel}\n{head}===============\n{data}"
                              "===============\n")
@@ -454,6 +502,9 @@ def _read_update_facts(r: Reasoner, facts_dir: str, default_io: str = "file"
     for dr in r.parsed.directives:
         if dr.kind == "input":
             io = dr.params.get("IO", default_io)
+            if io not in ("file", "parquet"):
+                raise ProgramError(f"update fact directories hold .facts or .parquet files; "
+                                   f".input {dr.relation} reads IO={io}", dr.loc)
             ext = ".parquet" if io == "parquet" else ".facts"
             fname = Path(dr.params.get("filename", f"{dr.relation}{ext}")).name
             sources.setdefault(dr.relation, []).append(

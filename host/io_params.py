@@ -5,8 +5,9 @@
 names), ``rfc4180=true`` (quoted CSV fields, ``""`` for a quote; the delimiter defaults
 to ``,``), ``compress=true`` (gzip; compressed input is also recognised without it) and
 ``attributeNames=`` (the header's names, separated by the delimiter, a tab or a comma).
-Any other parameter (a misspelt ``filname=``) is an error at the directive's location;
-the parameters of IO kinds this engine refuses anyway (sqlite, json) are accepted here.
+Any other parameter (a misspelt ``filname=``) is an error at the directive's location
+(Soufflé ignores it); ``dbname``/``format``/``name`` belong to the sqlite and JSON kinds
+(``host/sqlite_io.py``, ``host/json_io.py``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,6 +109,7 @@ class Reasoner:
 
         t0 = time.perf_counter()
         loaded = []
+        needed: set[str] | None = None
         for d in self.parsed.directives:  # read and check every input before adding any
             if d.kind != "input":
                 continue
@@ -118,16 +120,65 @@ class Reasoner:
                 cols, n = read_parquet_facts(path, rel, self.symbols)
                 loaded.append((d.relation, list(cols), n))
                 continue
+            if io in ("json", "jsonfile", "sqlite"):
+                loaded.append((d.relation, *self._read_other(d, rel, io, facts_dir)))
+                continue
             if io != "file":
                 raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
-                                   "(file or parquet)", d.loc)
+                                   "(file, parquet, jsonfile, json, sqlite)", d.loc)
             path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
-            fcols = read_facts(path, rel, self.symbols, options=io_options(d))
+            opts = io_options(d)  # the parameters are checked whether or not it is read
+            if not path.exists() and not os.path.lexists(path) and d.relation not in (
+                    needed := needed if needed is not None else self._needed_relations()):
+                continue  # as Soufflé, which drops relations no output depends on
+            fcols = read_facts(path, rel, self.symbols, options=opts)
             n = len(fcols[0]) if fcols else 0
             loaded.append((d.relation, fcols if rel.arity else [], n))
         for name, cols, n in loaded:
             self.engine.add_facts(name, cols, n_rows=n)
         self.load_seconds += time.perf_counter() - t0
+
+    def _needed_relations(self) -> set[str]:
+        """The relations some ``.output`` or ``.printsize`` relation depends on (itself
+        included): a missing fact file of any other ``.input`` relation is not an error."""
+        from gpu_engine.ir import Atom, Negation
+
+        prog = self.program
+        deps: dict[str, set[str]] = {}
+        for rule in [*prog.rules, *prog.subsumptions]:
+            deps.setdefault(rule.head.relation, set()).update(
+                lit.relation if isinstance(lit, Atom) else lit.atom.relation
+                for lit in rule.body if isinstance(lit, (Atom, Negation)))
+        for name, agg in prog.aggregates.items():
+            deps.setdefault(name, set()).update(agg.reads)
+        todo = [d.relation for d in self.parsed.directives if d.kind in ("output", "printsize")]
+        seen: set[str] = set()
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(deps.get(n, ()))
+        return seen
+
+    def _read_other(self, d: Any, rel: Any, io: str, facts_dir: str | Path
+                    ) -> tuple[list[Any], int]:
+        """Columns and row count of a JSON (``host.json_io``) or SQLite
+        (``host.sqlite_io``) input."""
+        if io == "sqlite":
+            from .sqlite_io import check_sqlite_relation, database_name, read_sqlite_facts
+            from .sqlite_io import resolve as resolve_db
+
+            check_sqlite_relation(rel, d.loc)
+            db = resolve_db(database_name(d), facts_dir)
+            return read_sqlite_facts(db, d.params.get("name", d.relation), rel, self.symbols)
+        from .json_io import check_json_relation, read_json_path
+
+        check_json_relation(rel, d.loc)
+        if io == "json":
+            return read_json_path(Path("-"), rel, self.symbols)
+        name = d.params.get("name", d.relation)
+        return read_json_path(_path_in(facts_dir, d.params.get("filename", f"{name}.json")),
+                              rel, self.symbols)
 
     # --- Spark ------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from gpu_engine.values import floats_from_host, int_range, word_size, wrap_int
 
 _NUMBER = re.compile(r"\s*([-+]?(?:0x[0-9a-fA-F]+|0b[01]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan))")
 _IDENT = re.compile(r"\s*([_?A-Za-z][_?A-Za-z0-9]*)")
+_BRANCH = re.compile(r"\s*([_?A-Za-z][_?A-Za-z0-9]*(?:\.[_?A-Za-z][_?A-Za-z0-9]*)*)")
 
 
 def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any,
@@ -219,7 +220,7 @@ class _Parser:
 
     def _adt(self, fmt: RecordFormat) -> int:
         self._expect("$")
-        m = _IDENT.match(self.s, self.i)
+        m = _BRANCH.match(self.s, self.i)  # branches of component instances: `inst.B`
         if not m:
             raise RecordSyntaxError(f"expected a branch of {fmt.name}", self.i)
         names = [b for b, _ in fmt.branches]

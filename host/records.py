@@ -89,6 +89,12 @@ class RecordTable:
         vals = self._values[pos] if self._nvals else np.zeros(len(ids), dtype=np.int64)
         return np.where(ok, vals, 0), ok
 
+    def unpack(self, rid: int) -> tuple[int, ...]:
+        """The fields of one record (``()`` for nil)."""
+        a = int(self._arity[rid])
+        o = int(self._offset[rid])
+        return tuple(int(x) for x in self._values[o:o + a]) if a > 0 else ()
+
     def arity(self, ids: np.ndarray) -> np.ndarray:
         """Number of fields of each record (-1 for nil)."""
         return self._arity[np.asarray(ids, dtype=np.int64)]

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.campaigns import faults, inputs, programs  # noqa: E402
+from benchmarks.campaigns import aggregates, faults, inputs, programs  # noqa: E402
 from benchmarks.campaigns.common import draw  # noqa: E402
 from benchmarks.campaigns.known import known_bug  # noqa: E402
 from benchmarks.campaigns.mutate import mutate_bytes  # noqa: E402
@@ -50,6 +50,12 @@ def test_mutations_are_seeded() -> None:
 def test_fuzz_programs(device: str) -> None:
     line = programs.run(60, seed=1_000, device=device)
     assert line["counts"].get("programs", 0) >= 50
+    assert not line["failures"], _report(line)
+
+
+def test_fuzz_aggregates(device: str) -> None:
+    line = aggregates.run(6, seed=2_000, device=device)
+    assert line["counts"].get("with_aggregates", 0) >= 3
     assert not line["failures"], _report(line)
 
 

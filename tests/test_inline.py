@@ -92,6 +92,18 @@ def test_inline_relations_inside_components_and_cycles_through_others() -> None:
     assert "k.tmp" not in got
 
 
+def test_record_patterns_in_inline_heads() -> None:
+    """A record pattern in an inline head is an equality with the argument, taken apart
+    when the argument is bound (Soufflé's example__convex_hull)."""
+    got = run(".type P = [x: number, y: number]\n"
+              ".decl cross(a: P, b: P, v: number) inline\n"
+              "cross([a0, a1], [b0, b1], v) :- v = a0 * b1 - a1 * b0.\n"
+              ".decl p(a: P)\np([1, 2]). p([3, 4]). p(nil).\n"
+              ".decl r(a: P, b: P, v: number)\nr(a, b, v) :- p(a), p(b), cross(a, b, v).\n")
+    assert got["r"] == {("[1, 2]", "[1, 2]", 0), ("[1, 2]", "[3, 4]", -2),
+                        ("[3, 4]", "[1, 2]", 2), ("[3, 4]", "[3, 4]", 0)}  # nil never matches
+
+
 @pytest.mark.parametrize(
     ("text", "line", "col", "fragment"),
     [

@@ -158,6 +158,25 @@ def test_types_declared_in_instances_are_qualified() -> None:
     assert got["u"] == {("a",)}
 
 
+def test_adt_branches_of_instances_are_qualified(tmp_path: Path) -> None:
+    """Soufflé qualifies an instance's ADT branches (`$inst.B`), inside the component
+    unqualified; field types and a type named like a parameter are bound."""
+    text = (".comp C<P> {\n .type T = B {x: P} | E {}\n .decl r(x: T)\n r($B(1)). r($E).\n"
+            " .type P <: number\n .decl s(x: P)\n s(2).\n}\n"
+            ".init c = C<myType>\n"
+            ".decl out(x: c.T)\nout(x) :- c.r(x).\nout($c.B(3)).\n.output out\n")
+    r = Reasoner(text, device="cpu")
+    r.materialise()
+    assert r.program.relations["c.s"].arity == 1
+    prog = tmp_path / "p.dl"
+    prog.write_text(text, encoding="utf-8")
+    (tmp_path / "facts").mkdir()
+    res = run_cli(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", str(tmp_path)])
+    assert res[0] == 0, res
+    lines = set((tmp_path / "out.csv").read_text(encoding="utf-8").splitlines())
+    assert lines == {"$c.B(1)", "$c.E", "$c.B(3)"}
+
+
 def test_multi_head_rules_and_pragma_inside_components() -> None:
     got = run(
         ".comp C {\n .decl a(x:number)\n .decl b(x:number)\n"

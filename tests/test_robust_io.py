@@ -312,3 +312,19 @@ def test_fact_file_of_blank_lines_is_empty(tmp_path: Path) -> None:
     rc, out, err = run_cli(["run", str(tmp_path / "p.dl"), "-F", str(tmp_path), "-D", "-",
                             "--device", "cpu", "--quiet"])
     assert rc == 0 and "Traceback" not in err, err
+
+
+def test_missing_fact_files_of_relations_no_output_needs(tmp_path: Path) -> None:
+    """As Soufflé (which drops relations no output depends on): a missing fact file of an
+    input nothing printed depends on is not an error; one that an output needs is."""
+    text = (".decl a(x:number)\n.decl b(x:number)\n.decl o(x:number)\n.input a, b\n"
+            "o(x) :- a(x).\n.output o\n")
+    (tmp_path / "a.facts").write_text("1\n", encoding="utf-8")
+    r = Reasoner(text, device="cpu")
+    r.load_inputs(tmp_path)
+    assert r.relation("o").num_rows == 1
+    (tmp_path / "a.facts").unlink()
+    (tmp_path / "b.facts").write_text("1\n", encoding="utf-8")
+    with pytest.raises(ProgramError, match="cannot open fact file") as e:
+        Reasoner(text, device="cpu").load_inputs(tmp_path)
+    assert e.value.loc is not None and e.value.loc.file.endswith("a.facts")

@@ -12,6 +12,12 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 
 * an aggregate ranges over the instances of its body (every variable assigned,
   anonymous ones included), so ``sum y : { a(y, _) }`` adds ``y`` once per ``a`` fact;
+  a body Soufflé materialises (several positive atoms, an inner aggregate, or one atom with
+  a repeated variable) is a set over its named variables instead (``Aggregate.distinct``):
+  ``count : { a(x, _), b(x) }`` counts the distinct ``x``;
+* witnesses of ``min``/``max`` (a body variable used outside, ungrounded there) are
+  grounded by a rewrite of the clause (``dl_witness``); those of other operators are
+  refused, as in Soufflé;
 * ``sum``/``min``/``max``/``mean`` of an empty group give no row (the rule does not
   fire for that group), ``count`` gives 0;
 * ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
@@ -23,7 +29,8 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 * when a correlated variable is not bound inside the body (``count : { p(y), y < x }``)
   the body ranges over the enclosing clause's bindings of it: a hidden relation
   ``@aggK.dom`` holds them (the clause's literals that do not read an aggregate's result);
-* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused.
+* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused;
+  ``_ = min ...`` only requires the aggregate to have a value.
 """
 
 from __future__ import annotations
@@ -32,7 +39,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gpu_engine.host.lang.dl_safety import bound_variables
 from gpu_engine.host.lang.dl_syntax import (
     SAgg,
     SAtom,
@@ -46,6 +52,13 @@ from gpu_engine.host.lang.dl_syntax import (
     SVar,
     SWild,
 )
+from gpu_engine.host.lang.dl_types import column_type, is_record_type
+from gpu_engine.host.lang.dl_walk import children
+from gpu_engine.host.lang.dl_witness import (
+    bound_with_patterns,
+    ground_witnesses,
+    shallow_vars,
+)
 
 from gpu_engine import ir
 from gpu_engine.ir import ProgramError
@@ -57,38 +70,17 @@ Clause = tuple[SAtom, list[SLiteral]]
 
 
 def deep_vars(t: STerm) -> Iterator[SVar]:
-    """Named variables of a term, including those inside aggregate bodies."""
+    """Named variables of a term, including those inside records, ADT values and
+    aggregate bodies (in order of appearance)."""
     if isinstance(t, SVar):
         yield t
-    elif isinstance(t, SCall):
-        for a in t.args:
-            yield from deep_vars(a)
-    elif isinstance(t, SCast):
-        yield from deep_vars(t.arg)
-    elif isinstance(t, SAgg):
-        if t.target is not None:
-            yield from deep_vars(t.target)
-        yield from _formula_vars(t.body)
+        return
+    for child in children(t):
+        yield from deep_vars(child)
 
 
 def _formula_vars(f: object) -> Iterator[SVar]:
-    from gpu_engine.host.lang.dl_syntax import SAnd, SBool, SNot, SOr
-
-    if isinstance(f, SAtom):
-        for a in f.args:
-            yield from deep_vars(a)
-    elif isinstance(f, SCmp):
-        yield from deep_vars(f.left)
-        yield from deep_vars(f.right)
-    elif isinstance(f, SNot):
-        yield from _formula_vars(f.inner)
-    elif isinstance(f, (SAnd, SOr)):
-        for item in f.items:
-            yield from _formula_vars(item)
-    elif isinstance(f, SNegAtom):
-        yield from _formula_vars(f.atom)
-    elif isinstance(f, SBool):
-        return
+    yield from deep_vars(f)  # type: ignore[arg-type]
 
 
 def first_aggregate(f: object) -> SAgg | None:
@@ -147,20 +139,33 @@ def clause_has_aggregate(head: SAtom, body: list[SLiteral]) -> bool:
 class AggregateLowering:
     """Replaces the aggregates of clauses by hidden relations (one per aggregate)."""
 
-    def __init__(self, program: ir.Program, types: TypeEnv) -> None:
+    def __init__(self, program: ir.Program, types: TypeEnv,
+                 attr_types: dict[str, tuple[str, ...]] | None = None) -> None:
         self.program = program
         self.types = types
+        # front-end attribute types (records and ADTs too), shared with the lowering
+        self.attr_types = attr_types if attr_types is not None else {}
         self.count = 0
 
     # ---- clauses ----------------------------------------------------------------------
 
     def expand(self, head: SAtom, body: list[SLiteral]) -> list[Clause]:
         """Alternatives of the clause with every aggregate replaced (none: unchanged)."""
+        if clause_has_aggregate(head, body):
+            # `_ = aggregate`: the aggregate has a value (the wildcard becomes a variable)
+            body = [replace(lit, left=SVar(self._fresh("_"), lit.left.loc))
+                    if isinstance(lit, SCmp) and lit.op == "=" and isinstance(lit.left, SWild)
+                    and _has_agg(lit.right) else
+                    replace(lit, right=SVar(self._fresh("_"), lit.right.loc))
+                    if isinstance(lit, SCmp) and lit.op == "=" and isinstance(lit.right, SWild)
+                    and _has_agg(lit.left) else lit for lit in body]
+            head, body = ground_witnesses(head, body, self._fresh)
         found: list[SAgg] = []
 
         def collect(t: STerm) -> None:
             if isinstance(t, SAgg):
-                found.append(t)
+                if all(t is not f for f in found):  # one term may occur several times
+                    found.append(t)
             elif isinstance(t, SCall):
                 for a in t.args:
                     collect(a)
@@ -210,7 +215,11 @@ class AggregateLowering:
                 for t in _literal_terms(lit):
                     outer |= {v.name for v in _vars_outside(t, agg)}
             context = _context(new_body)
-            keys, rel = self._define(agg, outer, context)
+            # grounded outside (Soufflé's injected variables): by the clause, the other
+            # aggregates' results included, but not this aggregate's own result
+            others = tuple(names[id(a)] for a in found if a is not agg)
+            grounded = bound_with_patterns([*new_body, SAtom("@results", others, agg.loc)])
+            keys, rel = self._define(agg, outer, context, grounded)
             res = names[id(agg)]
             hidden = SAtom(rel, tuple(keys) + (res,), agg.loc)
             nxt: list[list[SLiteral]] = []
@@ -223,7 +232,7 @@ class AggregateLowering:
             alternatives = nxt
         inside = {v.name: v for agg in found for v in deep_vars(agg)}
         for alt in alternatives:  # Soufflé's witnesses: a body variable used ungrounded
-            bound = bound_variables(alt)
+            bound = bound_with_patterns(alt)
             outside = [v for t in new_head.args for v in deep_vars(t)] + [
                 v for lit in alt for t in _literal_terms(lit) for v in deep_vars(t)]
             for v in outside:
@@ -233,10 +242,14 @@ class AggregateLowering:
                         "of min/max (a body variable used outside) are not supported", v.loc)
         return [(new_head, alt) for alt in alternatives]
 
+    def _fresh(self, name: str) -> str:
+        self.count += 1
+        return f"{name}@w{self.count}"
+
     # ---- one aggregate ----------------------------------------------------------------
 
-    def _define(self, agg: SAgg, outer: set[str],
-                context: list[SLiteral]) -> tuple[list[SVar], str]:
+    def _define(self, agg: SAgg, outer: set[str], context: list[SLiteral],
+                grounded: set[str] | None = None) -> tuple[list[SVar], str]:
         """Declare and define the hidden relation of ``agg``; its key variables.
         ``context`` holds the enclosing clause's literals that do not read an aggregate's
         result: they define the domain of keys the body does not bind itself."""
@@ -253,6 +266,8 @@ class AggregateLowering:
         # correlated: grounded outside the aggregate (a body variable that occurs outside
         # only where the aggregate grounds it, e.g. its own result, is local to the body)
         bound_ctx = bound_variables_deep(context)
+        if grounded is not None:
+            bound_ctx = bound_ctx | grounded
         for lit in body:
             for t in _literal_terms(lit):
                 for v in deep_vars(t):
@@ -269,16 +284,34 @@ class AggregateLowering:
         elif agg.target is not None:  # an expression: bound to a fresh variable inside
             target = SVar(f"@t{self.count}", agg.target.loc)
             body = [*body, SCmp("=", target, agg.target, agg.loc, agg.loc)]
+        # Soufflé materialises a complex body as a set over its named variables (those of
+        # inner aggregates excluded): each distinct assignment of them is one instance
+        distinct = _materialised(body)
+        local: list[SVar] = []
+        if distinct:
+            taken = {k.name for k in keys} | ({target.name} if target is not None else set())
+            for lit in body:
+                for v in shallow_vars(lit):
+                    if v.name not in taken:
+                        taken.add(v.name)
+                        local.append(v)
         name = f"@agg{self.count}"
         self.count += 1
-        if any(k.name not in bound_variables_deep(body) for k in keys):
+        unbound = [k for k in keys if k.name not in bound_variables_deep(body)]
+        for k in unbound:
+            if k.name not in bound_variables_deep(context):
+                raise ProgramError(
+                    f"variable '{k.name}' is given to the aggregate by another aggregate's "
+                    "result and not bound in its body: not supported (bind it in the body)",
+                    k.loc)
+        if unbound:
             # keys bound only outside: their domain is the context's bindings of them
             dom = name + ".dom"
             dom_head = SAtom(dom, tuple(keys), agg.loc)
             _types, rules = self._declare_typed(dom, keys, [(dom_head, list(context))], agg)
             self.program.rules.extend(rules)
             body = [SAtom(dom, tuple(keys), agg.loc), *body]
-        head_vars = keys + ([target] if target is not None else [])
+        head_vars = keys + ([target] if target is not None else []) + local
         inner_name = name + ".in"
         inner_head = SAtom(inner_name, tuple(head_vars), agg.loc)
         rels = self.program.relations
@@ -292,17 +325,21 @@ class AggregateLowering:
         if agg.op == "count":
             result = "number"
         else:
-            t = vt[-1]
+            t = vt[len(keys)]
             if t == "symbol":
                 raise ProgramError(f"'{agg.op}' over symbols is not supported", agg.loc)
+            if is_record_type(t):
+                raise ProgramError(f"'{agg.op}' over records or ADTs is not supported "
+                                   "(their order is not defined)", agg.loc)
             result = "float" if agg.op == "mean" else t
         key_types = vt[:len(keys)]
         rels[name] = ir.Relation(
-            name, tuple((f"k{i}", t) for i, t in enumerate(key_types)) + (("value", result),),
-            "set", agg.loc)  # type: ignore[arg-type]
+            name, tuple((f"k{i}", column_type(t)) for i, t in enumerate(key_types))
+            + (("value", column_type(result)),), "set", agg.loc)  # type: ignore[arg-type]
+        self.attr_types[name] = (*key_types, result)
         self.program.aggregates[name] = ir.Aggregate(
             name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
-            None if agg.op == "count" else vt[-1])  # type: ignore[arg-type]
+            None if agg.op == "count" else vt[len(keys)], distinct)  # type: ignore[arg-type]
         return keys, name
 
     def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
@@ -329,21 +366,36 @@ class AggregateLowering:
         rels = self.program.relations
         rels[name] = ir.Relation(name, tuple((v.name, "number") for v in head_vars), "set",
                                  agg.loc)
-        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types)
+        self.attr_types.pop(name, None)
+        typer = ClauseTyper(alts[0][0], alts[0][1], rels, self.types, self.attr_types)
         for lit in alts[0][1]:
             a = lit.atom if isinstance(lit, SNegAtom) else lit
             if isinstance(a, SAtom):
                 typer._check_atom(a)
         typer._infer_variable_types()
         vt = [typer.vtypes.get(v.name, "number") for v in head_vars]
-        rels[name] = ir.Relation(name, tuple((v.name, t) for v, t in zip(head_vars, vt)),
+        rels[name] = ir.Relation(name, tuple((v.name, column_type(t))
+                                             for v, t in zip(head_vars, vt)),
                                  "set", agg.loc)  # type: ignore[misc]
+        self.attr_types[name] = tuple(vt)
         rules: list[ir.Rule] = []
         for h, b in alts:
-            lowered = ClauseTyper(h, b, rels, self.types).lower()
+            lowered = ClauseTyper(h, b, rels, self.types, self.attr_types).lower()
             if lowered is not None:
                 rules.append(ir.Rule(lowered[0], tuple(lowered[1]), agg.loc))
         return vt, rules
+
+
+def _materialised(body: list[SLiteral]) -> bool:
+    """Whether Soufflé materialises the aggregate body (several positive atoms, an inner
+    aggregate, or one atom with a repeated variable)."""
+    atoms = [lit for lit in body if isinstance(lit, SAtom)]
+    if len(atoms) > 1 or any(_has_agg(t) for lit in body for t in _literal_terms(lit)):
+        return True
+    if atoms:
+        names = [v.name for t in atoms[0].args for v in deep_vars(t)]
+        return len(names) != len(set(names))
+    return False
 
 
 def _context(body: list[SLiteral]) -> list[SLiteral]:
@@ -354,7 +406,7 @@ def _context(body: list[SLiteral]) -> list[SLiteral]:
 
     out = [lit for lit in body if not reads_result(lit)]
     while True:
-        bound = bound_variables(out)
+        bound = bound_with_patterns(out)
         keep = [lit for lit in out if isinstance(lit, SAtom) or all(
             v.name in bound for t in _literal_terms(lit) for v in deep_vars(t))]
         if len(keep) == len(out):
@@ -373,7 +425,7 @@ def bound_variables_deep(body: list[SLiteral]) -> set[str]:
             lit = replace(lit, args=tuple(SWild(lit.loc) if _has_agg(t) else t
                                           for t in lit.args))
         flat.append(lit)
-    return bound_variables(flat)
+    return bound_with_patterns(flat)
 
 
 def _vars_outside(t: STerm, agg: SAgg) -> Iterator[SVar]:

@@ -79,6 +79,8 @@ _PRECEDENCE = {
 _UNSUPPORTED_TERMS = {
     "AT": "user-defined functors (@name) are not supported",
     "DOLLAR": "algebraic data types and counters ($) are not supported",
+    "ITERATION_CNT": "recursive_iteration_cnt() (the evaluation's iteration number) is not "
+                     "supported",
 }
 
 _UNSUPPORTED_DIRECTIVES = {
@@ -250,6 +252,13 @@ class Builder(Transformer):
     def comp_override(self, children: list[Token]) -> OverrideStmt:
         kw, name = children
         return OverrideStmt(self._named(name), self._loc(kw))
+
+    def unsupported_decl(self, children: list[Token]) -> None:
+        """``.decl D = debug_delta(R)`` (Soufflé's per-iteration deltas)."""
+        kind = children[2]
+        raise ProgramError(f"'.decl {children[1]} = {kind}(...)' relations (Soufflé's "
+                           "evaluation-internal debug relations) are not supported",
+                           self._loc(kind))
 
     def unsupported_directive(self, children: list[Token]) -> None:
         tok = children[0]

@@ -36,6 +36,7 @@ from gpu_engine.host.lang.dl_syntax import (
     NoteStmt,
     OverrideStmt,
     RuleStmt,
+    SAdt,
     SAtom,
     SCast,
     Statement,
@@ -285,10 +286,12 @@ class _Expander:
         prefix = init.name.name + "."
         type_map = {t.name.name: prefix + t.name.name for t in res.types}
         rel_map = {n.name: prefix + n.name for d in res.relations for n in d.names}
+        # ADT branches declared in the instance are qualified too (`$inst.Branch`)
+        branch_map = {b.name: prefix + b.name for t in res.types for b, _ in t.branches}
         res.types = [_rename_type(t, type_map, prefix) for t in res.types]
         res.relations = [_rename_decl(d, type_map, prefix) for d in res.relations]
-        res.clauses = [_rename_node(c, rel_map, type_map) for c in res.clauses]
-        orphans[:] = [_rename_node(c, rel_map, type_map) for c in orphans]
+        res.clauses = [_rename_node(c, rel_map, type_map, branch_map) for c in res.clauses]
+        orphans[:] = [_rename_node(c, rel_map, type_map, branch_map) for c in orphans]
         res.ios = [replace(io, names=tuple(_prefixed(n, rel_map) for n in io.names))
                    for io in res.ios]
         return res
@@ -306,7 +309,12 @@ class _Expander:
             self._collect(base_comp, active, base_comp.parent, res, orphans,
                           inherited_overrides, depth)
         for t in comp.types:
-            res.types.append(replace(t, members=tuple(_bound(m, binding) for m in t.members)))
+            res.types.append(replace(  # a type named like a parameter takes its argument
+                t, name=_bound(t.name, binding),
+                members=tuple(_bound(m, binding) for m in t.members),
+                fields=tuple((f, _bound(ft, binding)) for f, ft in t.fields),
+                branches=tuple((b, tuple((f, _bound(ft, binding)) for f, ft in fs))
+                               for b, fs in t.branches)))
         for d in comp.decls:
             res.relations.append(replace(d, attributes=tuple(
                 (a, _bound(t, binding)) for a, t in d.attributes)))
@@ -344,7 +352,11 @@ def _prefixed(name: Named, mapping: dict[str, str]) -> Named:
 
 def _rename_type(t: TypeStmt, type_map: dict[str, str], prefix: str) -> TypeStmt:
     return replace(t, name=Named(prefix + t.name.name, t.name.loc),
-                   members=tuple(_prefixed(m, type_map) for m in t.members))
+                   members=tuple(_prefixed(m, type_map) for m in t.members),
+                   fields=tuple((f, _prefixed(ft, type_map)) for f, ft in t.fields),
+                   branches=tuple((Named(prefix + b.name, b.loc),
+                                   tuple((f, _prefixed(ft, type_map)) for f, ft in fs))
+                                  for b, fs in t.branches))
 
 
 def _rename_decl(d: DeclStmt, type_map: dict[str, str], prefix: str) -> DeclStmt:
@@ -359,11 +371,13 @@ def _bind_casts(clause: RuleStmt, binding: Binding) -> RuleStmt:
                       if isinstance(n, SCast) and n.type_name in binding else n)
 
 
-def _rename_node(clause: RuleStmt, rel_map: dict[str, str], type_map: dict[str, str]
-                 ) -> RuleStmt:
+def _rename_node(clause: RuleStmt, rel_map: dict[str, str], type_map: dict[str, str],
+                 branch_map: dict[str, str] | None = None) -> RuleStmt:
     def rename(n: Any) -> Any:
         if isinstance(n, SAtom) and n.relation in rel_map:
             return replace(n, relation=rel_map[n.relation])
+        if isinstance(n, SAdt) and branch_map and n.branch in branch_map:
+            return replace(n, branch=branch_map[n.branch])
         if isinstance(n, SCast) and n.type_name in type_map:
             return replace(n, type_name=type_map[n.type_name])
         return n

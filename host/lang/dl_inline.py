@@ -25,6 +25,7 @@ from gpu_engine.host.lang.dl_syntax import (
     IOStmt,
     Named,
     RuleStmt,
+    SAdt,
     SAnd,
     SAtom,
     SBool,
@@ -32,9 +33,11 @@ from gpu_engine.host.lang.dl_syntax import (
     SCast,
     SCmp,
     SFormula,
+    SNil,
     SNot,
     SNum,
     SOr,
+    SRecord,
     SStr,
     Statement,
     STerm,
@@ -196,7 +199,9 @@ class _Inliner:
         subst: dict[str, STerm] = {}
         pending: list[tuple[STerm, STerm]] = []
         for h, a in zip(clause.head.args, atom.args, strict=True):
-            if not isinstance(h, (SVar, SWild, SNum, SStr, SCall, SCast)):
+            # a record/ADT pattern becomes an equality with the argument (taken apart later
+            # by dl_records when the argument is bound)
+            if not isinstance(h, (SVar, SWild, SNum, SStr, SCall, SCast, SRecord, SAdt, SNil)):
                 raise ProgramError(f"cannot inline '{atom.relation}': record or ADT patterns in "
                                    "the heads of inline relations are not supported (declare "
                                    "it without 'inline')", getattr(h, "loc", clause.loc))

@@ -31,6 +31,8 @@ _MASTER = re.compile(
     re.VERBOSE,
 )
 
+_QUALIFIED = re.compile(r"(?:\.[_?a-zA-Z][_?a-zA-Z0-9]*)+")
+
 # `# 12 "file.dl"` and `#line 12 "file.dl"` markers (as cpp and the .include expansion of
 # host/lang/dl_source.py write them): the next line is line 12 of file.dl.
 _LINE_MARKER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?(?:\s|$)')
@@ -123,6 +125,10 @@ class DatalogLexer(Lexer):
                 pos = m.end()
                 continue
             if kind == "IDENT":
+                if pos and text[pos - 1] == "$":  # `$inst.Branch`: a qualified ADT branch
+                    more = _QUALIFIED.match(text, m.end())
+                    if more is not None:
+                        value += more.group()
                 kw = keywords.get(value)
                 ttype = kw if kw is not None and kw in states[stack[-1]] else "IDENT"
                 if value in ("__LINE__", "__FILE__"):  # as Soufflé's lexer does

@@ -32,6 +32,7 @@ from gpu_engine.host.lang.dl_syntax import (
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
 from gpu_engine.host.lang.dl_types import TypeEnv, column_type
+from gpu_engine.host.lang.dl_untyped_records import has_untyped_records, solve_untyped_records
 
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError
@@ -92,8 +93,8 @@ class Lowering:
         self._decl_extras: dict[int, tuple[list[Directive], list[str]]] = {}
         self.magic: list[tuple[str, Location]] = []
         self.demand_only: frozenset[str] = frozenset()
-        self.aggregates = AggregateLowering(self.program, self.types)
         self.attr_types: dict[str, tuple[str, ...]] = {}  # front-end types (records too)
+        self.aggregates = AggregateLowering(self.program, self.types, self.attr_types)
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -245,7 +246,8 @@ class Lowering:
         assert stmt.dominating is not None
         low, high = named(stmt.heads[0]), named(stmt.dominating)
         for body in bodies:
-            typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types)
+            typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types,
+                                self.attr_types)
             lowered = typer.lower()
             if lowered is None:
                 continue
@@ -261,7 +263,9 @@ class Lowering:
         if not bodies:
             self.notes.append(f"{stmt.loc}: the rule can never fire (its body is false)")
         clauses = [c for written in stmt.heads for body in bodies
-                   for c in self.aggregates.expand(written, body)]
+                   for h, b in (solve_untyped_records(written, body)
+                                if has_untyped_records(body) else [(written, body)])
+                   for c in self.aggregates.expand(h, b)]
         for head, body in clauses:
             try:
                 lowered = ClauseTyper(head, body, self.program.relations, self.types,

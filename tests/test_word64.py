@@ -480,3 +480,11 @@ def test_preprocessor_sees_the_word_size(tmp_path: Path) -> None:
                            "--quiet")
         assert rc == 0, err
         assert f"\n{bits}\n" in out
+
+
+def test_ipv4_constants_follow_the_word_size() -> None:
+    """Soufflé's IPv4 literals are numbers: 255.255.255.255 is -1 in 32 bits (its
+    semantic/ipv4_1 case) and 4294967295 in 64 bits."""
+    text = ".decl ip(n: number)\nip(255.255.255.255). ip(1.0.0.1).\n"
+    assert rows(run(text, bits=32), "ip") == {(-1,), (16777217,)}
+    assert rows(run(text, bits=64), "ip") == {(4294967295,), (16777217,)}

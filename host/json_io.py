@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.ir import Location, ProgramError, RecordFormat, Relation
+from gpu_engine.values import int_range, word_size
 
 from .dictionary import SymbolTable
 from .io import FactsError, encode_column, format_column
@@ -88,8 +89,9 @@ def _base_texts(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
         uniq, inv = np.unique(col, return_inverse=True)
         vals = [json.dumps(s, ensure_ascii=False) for s in symbols.decode_many(uniq)]
         return pa.array(vals, pa.string()).take(pa.array(inv.reshape(-1)))
-    if typ == "unsigned":  # Soufflé prints the bits as a signed int
-        col = col.astype(np.uint32).view(np.int32).astype(np.int64)
+    if typ == "unsigned":  # Soufflé prints the bits as a signed int (as stored with 64 bits)
+        if word_size(symbols) == 32:
+            col = col.astype(np.uint32).view(np.int32).astype(np.int64)
         typ = "number"
     return format_column(col, typ, symbols)
 
@@ -181,7 +183,7 @@ def read_json_facts(text: str, rel: Relation, symbols: SymbolTable, source: str
     return out, len(data)
 
 
-def _check(v: Any, typ: str) -> Any:
+def _check(v: Any, typ: str, bits: int = 32) -> Any:
     if typ == "symbol":
         if not isinstance(v, str):
             raise ValueError(f"expected a string, found {json.dumps(v)}")
@@ -193,16 +195,24 @@ def _check(v: Any, typ: str) -> Any:
     if typ == "float":
         return float(v)
     v = int(v)
-    return v % (1 << 32) if typ == "unsigned" and -(1 << 31) <= v < 0 else v  # signed bits
+    if typ == "unsigned" and -(1 << (bits - 1)) <= v < 0:
+        return v % (1 << bits)  # the bits of a signed int
+    lo, hi = int_range(typ, bits)
+    if not lo <= v <= hi:
+        raise ValueError(f"{v} is out of range for {typ}")
+    return v
 
 
 def _encode_base(values: list[Any], typ: str, symbols: SymbolTable, what: str) -> np.ndarray:
-    checked = [_check(v, typ) for v in values]
+    bits = word_size(symbols)
+    checked = [_check(v, typ, bits) for v in values]
     if typ == "symbol":
         return encode_column(pa.array(checked, pa.string()), typ, symbols, what)
     if typ == "float":
         return encode_column(np.asarray(checked, dtype=np.float64), typ, symbols, what)
-    return encode_column(np.asarray(checked, dtype=np.int64), typ, symbols, what)
+    wide = typ == "unsigned" and bits == 64  # uint64: encode_column stores the bits
+    return encode_column(np.asarray(checked, dtype=np.uint64 if wide else np.int64), typ,
+                         symbols, what)
 
 
 def _pack(v: Any, fmt: RecordFormat, symbols: SymbolTable) -> int:

@@ -33,6 +33,7 @@ import numpy as np
 
 from gpu_engine.ir import Location, ProgramError, Relation
 from gpu_engine.strings import FunctorError, parse_float, parse_signed, parse_unsigned
+from gpu_engine.values import word_size
 
 from .dictionary import SymbolTable
 from .io import FactsError, encode_column
@@ -112,12 +113,15 @@ def read_sqlite_facts(db: str, table: str, rel: Relation, symbols: SymbolTable
 
                 cols.append(encode_column(pa.array(texts, pa.string()), typ, symbols, what))
                 continue
-            parse = {"number": parse_signed, "unsigned": _parse_unsigned}.get(typ)
-            if parse is not None:
-                vals = np.asarray([parse(t) for t in texts], dtype=np.int64)
+            bits = word_size(symbols)
+            if typ == "number":
+                vals = np.asarray([parse_signed(t, bits) for t in texts], dtype=np.int64)
+            elif typ == "unsigned":  # (uint64 with 64-bit words: encode_column stores bits)
+                vals = np.asarray([_parse_unsigned(t, bits) for t in texts],
+                                  dtype=np.uint64 if bits == 64 else np.int64)
             else:
-                vals = np.asarray([_parse_float(t) for t in texts], dtype=np.float64)
-        except (FunctorError, ValueError):
+                vals = np.asarray([_parse_float(t, bits) for t in texts], dtype=np.float64)
+        except (FunctorError, ValueError, OverflowError):
             bad = next(t for t in texts if not _parses(t, typ))
             raise FactsError(f"{what}: cannot read {bad!r} as a {typ}", where) from None
         cols.append(encode_column(vals, typ, symbols, what))
@@ -137,15 +141,15 @@ def _text(v: object) -> str:
     return t or "n/a"
 
 
-def _parse_float(t: str) -> float:
-    return parse_float(t)
+def _parse_float(t: str, bits: int = 32) -> float:
+    return parse_float(t, bits)
 
 
-def _parse_unsigned(t: str) -> int:
+def _parse_unsigned(t: str, bits: int = 32) -> int:
     """An unsigned value: Soufflé writes (and reads) its bits as a signed integer."""
     if t.startswith("-"):
-        return parse_signed(t) % (1 << 32)
-    return parse_unsigned(t)
+        return parse_signed(t, bits) % (1 << bits)
+    return parse_unsigned(t, bits)
 
 
 def _parses(t: str, typ: str) -> bool:
@@ -221,7 +225,8 @@ class SqliteOutput:
                 col = np.asarray(col, dtype=np.int64)
                 if typ == "symbol":
                     out.append(self._symbol_ids(con, symbols, col))
-                elif typ in ("float", "unsigned"):  # the 32-bit pattern as a signed int
+                elif typ in ("float", "unsigned") and word_size(symbols) == 32:
+                    # the 32-bit pattern as a signed int (64-bit words: stored as such)
                     out.append(col.astype(np.uint32).view(np.int32).astype(np.int64))
                 else:
                     out.append(col)

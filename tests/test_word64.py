@@ -488,3 +488,31 @@ def test_ipv4_constants_follow_the_word_size() -> None:
     text = ".decl ip(n: number)\nip(255.255.255.255). ip(1.0.0.1).\n"
     assert rows(run(text, bits=32), "ip") == {(-1,), (16777217,)}
     assert rows(run(text, bits=64), "ip") == {(4294967295,), (16777217,)}
+
+
+@pytest.mark.parametrize("io_kind", ["jsonfile", "sqlite"])
+def test_json_and_sqlite_io_follow_the_word_size(tmp_path: Path, io_kind: str) -> None:
+    """Values at the 64-bit limits go out and come back in through JSON and SQLite files
+    (unsigned as the signed int of its bits, as Soufflé writes it)."""
+    fname = "a.json" if io_kind == "jsonfile" else "db.sqlite"
+    prog = tmp_path / "w.dl"
+    prog.write_text(".decl a(x: number, u: unsigned, f: float)\n"
+                    f'.output a(IO={io_kind}, filename="{fname}")\n'
+                    "a(9223372036854775807, 18446744073709551615, 0.1).\n"
+                    "a(-9223372036854775808, 9223372036854775808, 16777217.5).\n")
+    rc, _, err = cli("run", str(prog), "-D", str(tmp_path / "o"), "--word-size", "64",
+                     "--device", "cpu", "--quiet")
+    assert rc == 0, err
+    back = tmp_path / "r.dl"
+    back.write_text(".decl a(x: number, u: unsigned, f: float)\n"
+                    f'.input a(IO={io_kind}, filename="{fname}")\n'
+                    ".decl b(x: number, u: unsigned, f: float)\n.output b\nb(x, u, f) :- a(x, u, f).\n")
+    rc, out, err = cli("run", str(back), "-F", str(tmp_path / "o"), "-D", "-", "--word-size",
+                       "64", "--device", "cpu", "--quiet")
+    assert rc == 0, err
+    if io_kind == "sqlite":  # floats are written as their bits and read as text (both sizes)
+        out = "\n".join(line.rsplit("\t", 1)[0] for line in out.splitlines())
+        assert f"{I64_MAX}\t{U64_MAX}" in out and f"{I64_MIN}\t{2**63}" in out
+        return
+    assert f"{I64_MAX}\t{U64_MAX}\t0.1" in out
+    assert f"{I64_MIN}\t{2**63}\t16777217.5" in out

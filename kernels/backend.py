@@ -123,5 +123,5 @@ def cpu_fallback(be: Backend) -> Backend:
     return Backend("cpu", np, chunk)
 
 
-__all__ = ["INDEX", "Backend", "DeviceOutOfMemory", "FaultPlan", "InjectedDeviceOOM", "cpu_fallback", "get_backend",
-           "gpu_available", "is_device_oom"]
+__all__ = ["INDEX", "Backend", "DeviceOutOfMemory", "FaultPlan", "InjectedDeviceOOM",
+           "cpu_fallback", "get_backend", "gpu_available", "is_device_oom"]

@@ -115,13 +115,12 @@ def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
     budget = budget or be.join_chunk_rows
     if len(counts) == 1:
         total = be.scalar(counts[0])
-        if total > budget:
-            xp, base = be.xp, be.scalar(lo[0])
-            for s in range(0, total, budget):
-                m = min(budget, total - s)
-                be.charge(m, join=True)
-                yield xp.zeros(m, dtype=INDEX), xp.arange(base + s, base + s + m, dtype=INDEX)
-            return
+        xp, base = be.xp, be.scalar(lo[0]) if total else 0
+        for s in range(0, total, budget):
+            m = min(budget, total - s)
+            be.charge(m, join=True)
+            yield xp.zeros(m, dtype=INDEX), xp.arange(base + s, base + s + m, dtype=INDEX)
+        return
     for s, e, ends in chunk_bounds(be, lo, counts, budget):
         yield expand(be, lo, counts, s, e, ends)
 

@@ -132,8 +132,14 @@ class FaultPlan:
 
     @staticmethod
     def from_env() -> FaultPlan | None:
+        """The plan of ``GPU_ENGINE_FAKE_OOM`` (None when unset); the latest one made is
+        also :func:`last_plan` (campaigns read its counts after an in-process run)."""
+        global _LAST
         spec = os.environ.get(ENV, "").strip()
-        return FaultPlan.parse(spec) if spec else None
+        if not spec:
+            return None
+        _LAST = FaultPlan.parse(spec)
+        return _LAST
 
     def _due(self, seen: int, at: int) -> bool:
         if not at or seen < at:
@@ -156,6 +162,14 @@ class FaultPlan:
         if why:
             self.fired += 1
             raise InjectedDeviceOOM(f"injected by {ENV}={self.spec} ({why})")
+
+
+_LAST: FaultPlan | None = None
+
+
+def last_plan() -> FaultPlan | None:
+    """The plan most recently made from ``GPU_ENGINE_FAKE_OOM`` in this process."""
+    return _LAST
 
 
 def install_cupy_allocator(plan: FaultPlan, cupy: Any) -> None:

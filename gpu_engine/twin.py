@@ -78,7 +78,8 @@ def state_to(st: EngineState, be: Any) -> EngineState:
         counters={n: Counters(tuple(conv(a) for a in c.nonrec), tuple(conv(a) for a in c.rec))
                   for n, c in st.counters.items()},
         counting=st.counting, materialised=st.materialised, modules=st.modules,
-        counted_with=st.counted_with, module_state={}, symbols=st.symbols)
+        counted_with=st.counted_with, module_state={}, symbols=st.symbols,
+        records=st.records)
 
 
 class Twin:

@@ -8,7 +8,8 @@
   (``cupy.get_default_memory_pool().set_limit(size=...)`` or ``CUPY_GPU_MEMORY_LIMIT``);
 * ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` with status
   ``cudaErrorMemoryAllocation`` and ``cupy_backends.cuda.api.driver.CUDADriverError`` with
-  ``CUDA_ERROR_OUT_OF_MEMORY`` (allocations that bypass the pool);
+  ``CUDA_ERROR_OUT_OF_MEMORY`` (allocations that bypass the pool), and a ``MemoryError``
+  whose text names one of those (a C++ ``bad_alloc`` from Thrust or CUB);
 * Numba's ``numba.cuda.cudadrv.driver.CudaAPIError`` with code ``CUDA_ERROR_OUT_OF_MEMORY``
   (kernels launched through Numba);
 * :class:`DeviceOutOfMemory` and :class:`InjectedDeviceOOM` (below).
@@ -77,6 +78,9 @@ def is_device_oom(exc: BaseException) -> bool:
     name, module = cls.__name__, cls.__module__ or ""
     if name == "OutOfMemoryError" and module.startswith("cupy"):
         return True
+    if isinstance(exc, MemoryError) and any(  # std::bad_alloc of Thrust/CUB temporaries,
+            k in str(exc) for k in ("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY")):
+        return True  # as Cython translates it
     if name in ("CUDARuntimeError", "CUDADriverError", "CudaAPIError"):
         code = getattr(exc, "status", getattr(exc, "code", None))
         try:

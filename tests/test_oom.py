@@ -106,6 +106,7 @@ def test_device_oom_is_recognised_by_class_and_code() -> None:
                                   code=700))
     assert is_device_oom(DeviceOutOfMemory("x")) and is_device_oom(InjectedDeviceOOM("x"))
     assert not is_device_oom(MemoryError("Unable to allocate 8.00 GiB"))
+    assert is_device_oom(MemoryError("std::bad_alloc: cudaErrorMemoryAllocation: out of memory"))
 
 
 def test_scan_of_one_probe_row_is_chunked() -> None:

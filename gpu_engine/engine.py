@@ -251,7 +251,6 @@ class Engine:
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         self.evaluator.expr.autoinc = 0  # autoinc() counts from 0 in every materialisation
         retries0 = self.evaluator.memory.retries
-        self.evaluator.memory.fallback = ""
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
@@ -281,7 +280,7 @@ class Engine:
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()
         stats.oom_retries = self.evaluator.memory.retries - retries0
-        stats.fallback = self.evaluator.memory.fallback
+        stats.fallback = self.evaluator.memory.take_fallback()  # (also one while loading)
         self.materialised = True
         self._note_symbols()
         return stats
@@ -522,7 +521,19 @@ class Engine:
                       counters: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
         """Install a saved state: E and I as (sorted unique host columns, row count) per
         relation, and counters aligned with I's rows (or None).  Relations not given
-        are empty."""
+        are empty.  A state that does not fit on the device is installed on the CPU."""
+        try:
+            return self._install_state(explicit, materialised, counters)
+        except Exception as exc:  # noqa: BLE001 - CUDA errors are RuntimeErrors
+            if self.defer_fallback or not fallback.device_oom(exc, self.be):
+                raise
+            text = fallback.describe(exc)
+        fallback.move_to_cpu(self, "loading the store", text)
+        return self._install_state(explicit, materialised, counters)
+
+    def _install_state(self, explicit: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                       materialised: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                       counters: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
         self._device_changed()
 
         def rows(cols: tuple[np.ndarray, ...], n: int, arity: int) -> RowSet:

@@ -47,7 +47,12 @@ class MemoryEvents:
     fallback to the CPU (empty when none)."""
 
     retries: int = 0
-    fallback: str = ""
+    fallback: str = ""  # why the engine moved to the CPU, until a statistics object took it
+
+    def take_fallback(self) -> str:
+        """The fallback not yet reported (by a materialisation's or update's statistics)."""
+        text, self.fallback = self.fallback, ""
+        return text
 
 
 def device_oom(exc: BaseException, be: Any) -> bool:

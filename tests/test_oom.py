@@ -305,3 +305,30 @@ def test_cli_host_out_of_memory_after_fallback_is_one_line(
     assert lines[0].startswith("gpu-engine: error: out of memory: stratum ")
     assert ", rule p(x, y) :- e(x, y). at " in lines[0] and "Unable to allocate" in lines[0]
     assert files == {"p.csv": b"old\n"}
+
+
+def test_store_that_does_not_fit_loads_on_the_cpu(small_device: Any, tmp_path: Path) -> None:
+    """Opening a store (export, update) whose relations do not fit on the device."""
+    from gpu_engine.host.store import open_store, save_store
+
+    from benchmarks.campaigns.faults import same, stored_state
+
+    small_device(None)
+    r = materialised()
+    save_store(r, tmp_path / "db")
+    want = stored_state(tmp_path / "db")
+    small_device("alloc=1")
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        got = open_store(tmp_path / "db", device="cpu")
+    assert "in loading the store" in err.getvalue() and got.device == "cpu"
+    assert got.engine.be.faults is None
+    st = got.update(insert={"e": np.array([[45, 1]])})
+    assert st.fallback.startswith("out of device memory in loading the store")
+    small_device(None)
+    r.update(insert={"e": np.array([[45, 1]])})
+    same_state(got, r)
+    assert same(stored_state(tmp_path / "db"), want)

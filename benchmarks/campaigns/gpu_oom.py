@@ -251,6 +251,7 @@ def one_trial(c: Campaign, w: World, s: int, rng: random.Random, d: Path, device
         finally:
             if pool is not None:
                 pool.set_limit(size=0)
+            os.environ.pop(oom.ENV, None)  # the checks load stores without faults
         plan = oom.last_plan() if mode == "inject" else None
         fired = bool(plan and plan.fired) if mode == "inject" else None
         _check(t, w, op, prog, modules, res, d)

@@ -196,12 +196,14 @@ def one_trial(c: Campaign, w: World, s: int, rng: random.Random, d: Path, device
     prog = rng.choice(sorted(PROGRAMS))
     modules = rng.choice(["auto", "off"])
     alg = rng.choice(ALGORITHMS) if op != "run" else None
-    key = (op, prog, modules, alg)
     env = {"GPU_ENGINE_SMALL_PATH": rng.choice(["0", "1"]),
            "GPU_ENGINE_HOST_UPDATES": "0", oom.ENV: None}
     if not gpu:
         env["GPU_ENGINE_JOIN_CHUNK_ROWS"] = str(rng.choice([64, 256, 1024, 4096]))
         env[oom.FLOOR_ENV] = str(rng.choice([4, 16, 64]))
+    # the counts of join chunks and allocations depend on the chunk size and the path
+    key = (op, prog, modules, alg, env["GPU_ENGINE_SMALL_PATH"],
+           env.get("GPU_ENGINE_JOIN_CHUNK_ROWS"))
     old = _env(env)
     pool = None
     try:

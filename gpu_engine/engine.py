@@ -196,14 +196,8 @@ class Engine:
                   n_rows: int | None = None) -> int:
         """Add encoded explicit facts (one int64 column per attribute); returns new rows.
         Facts that do not fit on the device move the engine to the CPU first."""
-        try:
-            return self._add_facts(relation, cols, n_rows)
-        except Exception as exc:  # noqa: BLE001 - CUDA errors are RuntimeErrors
-            if self.defer_fallback or not fallback.device_oom(exc, self.be):
-                raise
-            text = fallback.describe(exc)
-        fallback.move_to_cpu(self, f"loading {relation}", text)
-        return self._add_facts(relation, cols, n_rows)
+        return fallback.on_cpu_if_full(self, f"loading {relation}",
+                                       lambda: self._add_facts(relation, cols, n_rows))
 
     def _add_facts(self, relation: str, cols: list[np.ndarray] | tuple[Any, ...],
                    n_rows: int | None) -> int:
@@ -522,14 +516,9 @@ class Engine:
         """Install a saved state: E and I as (sorted unique host columns, row count) per
         relation, and counters aligned with I's rows (or None).  Relations not given
         are empty.  A state that does not fit on the device is installed on the CPU."""
-        try:
-            return self._install_state(explicit, materialised, counters)
-        except Exception as exc:  # noqa: BLE001 - CUDA errors are RuntimeErrors
-            if self.defer_fallback or not fallback.device_oom(exc, self.be):
-                raise
-            text = fallback.describe(exc)
-        fallback.move_to_cpu(self, "loading the store", text)
-        return self._install_state(explicit, materialised, counters)
+        return fallback.on_cpu_if_full(
+            self, "loading the store",
+            lambda: self._install_state(explicit, materialised, counters))
 
     def _install_state(self, explicit: dict[str, tuple[tuple[np.ndarray, ...], int]],
                        materialised: dict[str, tuple[tuple[np.ndarray, ...], int]],

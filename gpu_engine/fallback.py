@@ -155,12 +155,13 @@ def move_to_cpu(engine: Any, where: str, exc_text: str) -> None:
     print(f"warning: {text}", file=sys.stderr)
 
 
-def run_stratum(engine: Any, names: list[str], where: str, fn: Callable[[], Any]) -> Any:
-    """``fn()`` (evaluating one stratum, whose relations are ``names``); after a device OOM,
-    again on the CPU from the stratum's start."""
+def on_cpu_if_full(engine: Any, where: str, fn: Callable[[], Any],
+                   undo: Callable[[], None] | None = None) -> Any:
+    """``fn()``; after a device OOM, ``undo()`` (put back what ``fn`` changed), move the
+    engine to the CPU and ``fn()`` again there.  Inside an update (``defer_fallback``) the
+    OOM goes up to ``apply_update``, which redoes the whole update."""
     if not engine.be.is_device or engine.defer_fallback:
         return fn()
-    mark = StratumMark(engine, names)
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - CUDA errors are RuntimeErrors
@@ -169,10 +170,20 @@ def run_stratum(engine: Any, names: list[str], where: str, fn: Callable[[], Any]
         rule = getattr(exc, "rule", None)
         where += f", rule {rule} at {rule.loc}" if rule is not None else ""
         text = describe(exc)
-    mark.restore(engine)
+    if undo is not None:
+        undo()
     move_to_cpu(engine, where, text)
     return fn()
 
 
-__all__ = ["MemoryEvents", "StratumMark", "device_oom", "move_to_cpu", "retry_smaller_chunks",
-           "run_stratum"]
+def run_stratum(engine: Any, names: list[str], where: str, fn: Callable[[], Any]) -> Any:
+    """``fn()`` (evaluating one stratum, whose relations are ``names``); after a device OOM,
+    again on the CPU from the stratum's start."""
+    if not engine.be.is_device or engine.defer_fallback:
+        return fn()
+    mark = StratumMark(engine, names)
+    return on_cpu_if_full(engine, where, fn, lambda: mark.restore(engine))
+
+
+__all__ = ["MemoryEvents", "StratumMark", "device_oom", "move_to_cpu", "on_cpu_if_full",
+           "retry_smaller_chunks", "run_stratum"]

@@ -148,6 +148,9 @@ def move_to_cpu(engine: Any, where: str, exc_text: str) -> None:
     engine.__dict__.pop("_small_plans", None)
     chunk = old.join_chunk_rows
     del st, log, ev
+    import gc
+
+    gc.collect()  # once per fallback (0.1-0.5 s): cycles that still hold device arrays
     old.free_memory()
     text = (f"out of {'GPU' if old.is_gpu else 'device'} memory in {where}: {exc_text} "
             f"(join chunks {chunk:,} rows); continuing on the CPU")

@@ -191,10 +191,8 @@ def install_cupy_allocator(plan: FaultPlan, cupy: Any) -> None:
 def free_device_memory(xp: Any) -> None:
     """Release what the CuPy pools cache (device and pinned host memory); a no-op on NumPy.
     CuPy's pool already does this (and collects garbage) before it reports an OOM; here it
-    also returns the blocks freed since, so the retry or the CPU path starts clean."""
-    import gc
-
-    gc.collect()
+    also returns the blocks freed since (the failed attempt's arrays, freed by reference
+    counting once its exception is gone), so the retry or the CPU path starts clean."""
     get_pool = getattr(xp, "get_default_memory_pool", None)
     if get_pool is None:
         return

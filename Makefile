@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults bench bench-incremental \
+.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean
 
@@ -47,8 +47,9 @@ fuzz-aggregates: $(STAMP)
 	$(PY) -m benchmarks.campaigns.aggregates --n $(or $(N),1000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_aggregates.jsonl
 
-## fuzz-inputs: N malformed programs, fact files (CSV/TSV/Parquet/N-Triples), stores and
-##   argument lists (default 10000): clear errors only, no traceback, no partial write
+## fuzz-inputs: N malformed programs, fact files (CSV/TSV/Parquet/N-Triples, IO parameters),
+##   stores and argument lists (default 10000): clear errors only, no traceback, no partial
+##   write, every output written on success
 fuzz-inputs: $(STAMP)
 	$(PY) -m benchmarks.campaigns.inputs --n $(or $(N),10000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_inputs.jsonl
@@ -59,10 +60,15 @@ faults: $(STAMP)
 	$(PY) -m benchmarks.campaigns.faults --n $(or $(N),210) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/faults.jsonl
 
-## fuzz-input: malformed fact files and CLI arguments (CASES, default 10000; SEED), JSON results
-fuzz-input: $(STAMP)
-	PYTHONPATH=. $(PY) tests/malformed_inputs.py --cases $${CASES:-10000} --seed $${SEED:-0} \
-	  --out benchmarks/results/malformed_inputs.json
+## faults-gpu: N out-of-device-memory trials (default 240) during run / update / the API:
+##   with a GPU a random CuPy pool limit, without one injected faults (GPU_ENGINE_FAKE_OOM);
+##   results equal the unconstrained run's, stores intact
+faults-gpu: $(STAMP)
+	$(PY) -m benchmarks.campaigns.gpu_oom --n $(or $(N),240) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/faults_gpu.jsonl
+
+## fuzz-input: the former malformed fact-file/CLI fuzzer, now part of fuzz-inputs (an alias)
+fuzz-input: fuzz-inputs
 
 ## bench: benchmarks, one JSON line per measurement, then the report
 bench: $(STAMP)

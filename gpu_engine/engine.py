@@ -21,7 +21,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from . import order_dependent, small_rounds, subsumption
+from . import fallback, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
@@ -100,6 +100,8 @@ class Engine:
                                f"with {' and '.join(self.order_dependent)}: their results "
                                "depend on the evaluation order")
         self.evaluator = RuleEvaluator(self.be, self.symbols)
+        # an update redoes itself on the CPU after a device OOM (gpu_engine.fallback)
+        self.defer_fallback = False
         self.set_modules(modules)
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RunSet.empty(self.be, rel.arity))
@@ -193,7 +195,13 @@ class Engine:
 
     def add_facts(self, relation: str, cols: list[np.ndarray] | tuple[Any, ...],
                   n_rows: int | None = None) -> int:
-        """Add encoded explicit facts (one int64 column per attribute); returns new rows."""
+        """Add encoded explicit facts (one int64 column per attribute); returns new rows.
+        Facts that do not fit on the device move the engine to the CPU first."""
+        return fallback.on_cpu_if_full(self, f"loading {relation}",
+                                       lambda: self._add_facts(relation, cols, n_rows))
+
+    def _add_facts(self, relation: str, cols: list[np.ndarray] | tuple[Any, ...],
+                   n_rows: int | None) -> int:
         rel = self._relation(relation)
         dev = tuple(self.be.asarray(c) for c in cols)
         if len(dev) != rel.arity:
@@ -237,26 +245,37 @@ class Engine:
         self._compact_floor: dict[str, int] = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         self.evaluator.expr.autoinc = 0  # autoinc() counts from 0 in every materialisation
+        retries0 = self.evaluator.memory.retries
         for k, stratum in enumerate(self.strata):
             if self.progress:
                 self.progress("stratum", k, len(self.strata))
-            if stratum.aggregate is not None:
-                stats.strata.append(self._evaluate_aggregate(stratum))
+            if stratum.aggregate is None and not stratum.rules and not stratum.subsumptions:
                 continue
-            if not stratum.rules and not stratum.subsumptions:
-                continue
-            try:
-                stats.strata.append(self._evaluate_stratum(stratum))
+            evaluate = (self._evaluate_aggregate if stratum.aggregate is not None
+                        else self._evaluate_stratum)
+            where = f"stratum {stratum.index} ({', '.join(stratum.relations)})"
+            names = list(stratum.relations)
+            try:  # after a device OOM: again on the CPU (gpu_engine.fallback)
+                stats.strata.append(fallback.run_stratum(
+                    self, names, where, lambda s=stratum, f=evaluate: f(s)))
             except MemoryError as exc:  # one line for the user: where, and the size asked
-                where = f"stratum {stratum.index} ({', '.join(stratum.relations)})"
+                if self.defer_fallback and fallback.device_oom(exc, self.be):
+                    raise  # an update's: it redoes itself on the CPU
                 raise OutOfMemory(f"{where}{_rule_of(exc)}: {_size_of(exc)}") from None
         if self.counting:
-            self._build_counters()
+            try:
+                fallback.run_stratum(self, [], "derivation counters", self._build_counters)
+            except MemoryError as exc:
+                if self.defer_fallback and fallback.device_oom(exc, self.be):
+                    raise
+                raise OutOfMemory(f"derivation counters: {_size_of(exc)}") from None
         self.counted_with = "auto" if self.module_plans else "off"
         stats.seconds = time.perf_counter() - t0
         stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()
+        stats.oom_retries = self.evaluator.memory.retries - retries0
+        stats.fallback = self.evaluator.memory.take_fallback()  # (also one while loading)
         self.materialised = True
         self._note_symbols()
         return stats
@@ -498,7 +517,14 @@ class Engine:
                       counters: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
         """Install a saved state: E and I as (sorted unique host columns, row count) per
         relation, and counters aligned with I's rows (or None).  Relations not given
-        are empty."""
+        are empty.  A state that does not fit on the device is installed on the CPU."""
+        return fallback.on_cpu_if_full(
+            self, "loading the store",
+            lambda: self._install_state(explicit, materialised, counters))
+
+    def _install_state(self, explicit: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                       materialised: dict[str, tuple[tuple[np.ndarray, ...], int]],
+                       counters: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
         self._device_changed()
 
         def rows(cols: tuple[np.ndarray, ...], n: int, arity: int) -> RowSet:

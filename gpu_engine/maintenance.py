@@ -31,7 +31,9 @@ import dataclasses
 import time
 from typing import Any
 
-from . import twin
+from gpu_engine.kernels.oom import describe
+
+from . import fallback, twin
 from .rowset import RowSet
 from .stats import UpdateStats
 from .update_state import UpdateState
@@ -75,6 +77,36 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         rec = next(s for s in engine.strata if s.recursive)
         raise ValueError("the Counting algorithm handles non-recursive programs only, but "
                          f"{', '.join(rec.relations)} is recursive: use dredc or bfc")
+    if engine.defer_fallback:
+        return _update(engine, insert, delete, alg, t0)
+    pending = engine.evaluator.memory.take_fallback()  # (e.g. one while loading the store)
+    retries0 = engine.evaluator.memory.retries
+    if not engine.be.is_device:
+        stats = _update(engine, insert, delete, alg, t0)
+        stats.fallback = pending
+        return stats
+    engine.defer_fallback = True  # a device OOM ends the update, which is redone on the CPU
+    try:
+        stats = _update(engine, insert, delete, alg, t0)
+        stats.oom_retries = engine.evaluator.memory.retries - retries0
+        stats.fallback = pending
+        return stats
+    except Exception as exc:  # noqa: BLE001 - CUDA errors are RuntimeErrors
+        if not fallback.device_oom(exc, engine.be):
+            raise
+        text = describe(exc)
+    finally:
+        engine.defer_fallback = False
+    fallback.move_to_cpu(engine, f"the {alg} update", text)  # from the restored snapshot
+    why = engine.evaluator.memory.take_fallback()
+    stats = _update(engine, insert, delete, alg, t0)
+    stats.oom_retries = engine.evaluator.memory.retries - retries0
+    stats.fallback = "; ".join(x for x in (pending, why) if x)
+    return stats
+
+
+def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) -> UpdateStats:
+    """The update on the engine's backend; restores the state when anything fails."""
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = engine.state.snapshot()  # restored as one value if anything fails
     try:

@@ -22,6 +22,7 @@ from gpu_engine.kernels import sets as S
 from gpu_engine.kernels.backend import INDEX, Backend
 
 from .expr import ExprEvaluator, const_value, term_vars
+from .fallback import MemoryEvents, retry_smaller_chunks
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
 from .range_expand import expand_range
 from .rowset import JoinIndex, RowSet
@@ -71,6 +72,7 @@ class RuleEvaluator:
         self.compact_rows = 2 * be.join_chunk_rows
         self._pending = 0
         self._limit = self.compact_rows
+        self.memory = MemoryEvents()  # device out-of-memory retries (gpu_engine.fallback)
 
     # --- public -----------------------------------------------------------------------
 
@@ -104,8 +106,10 @@ class RuleEvaluator:
         self._pending = 0
         self._limit = self.compact_rows
         start = initial if initial is not None else Bindings({}, 1)
-        try:
-            self._run(rule, start, list(zip(atoms, sources)), filters, out)
+        try:  # a device OOM is retried with smaller join chunks (gpu_engine.fallback)
+            retry_smaller_chunks(
+                self, lambda: self._run(rule, start, list(zip(atoms, sources)), filters, out),
+                out)
         except ProgramError as e:  # a functor error (to_number("abc")): name the rule
             if e.loc is not None:
                 raise

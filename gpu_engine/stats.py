@@ -48,6 +48,10 @@ class MaterialisationStats:
     derivations: int = 0
     peak_device_bytes: int = 0
     strata: list[StratumStats] = field(default_factory=list)
+    # device out of memory (gpu_engine.fallback): rule evaluations retried with smaller
+    # join chunks, and where and why the rest of the run moved to the CPU ("" if it did not)
+    oom_retries: int = 0
+    fallback: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -56,6 +60,8 @@ class MaterialisationStats:
             "facts": self.facts,
             "derivations": self.derivations,
             "peak_device_bytes": self.peak_device_bytes,
+            "oom_retries": self.oom_retries,
+            "fallback": self.fallback,
             "strata": [s.to_dict() for s in self.strata],
         }
 
@@ -77,6 +83,8 @@ class UpdateStats:
     backward: int = 0  # rule instances matched "backwards" (DRed, B/F)
     modules: list[str] = field(default_factory=list)  # TC/STC modules used (DRed^c-MOD)
     note: str = ""
+    oom_retries: int = 0  # device out of memory: evaluations retried with smaller chunks
+    fallback: str = ""  # ... and why the update was redone on the CPU ("" if it was not)
 
     def to_dict(self) -> dict:
         return asdict(self)

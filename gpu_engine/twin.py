@@ -45,24 +45,26 @@ def wanted(engine: Any, changed_rows: int, algorithm: str, need: int) -> bool:
     return changed_rows <= HOST_UPDATE_ROWS and st.materialised and st.counting >= need
 
 
-def row_to(rs: RowSet, be: Any) -> RowSet:
-    """The run on backend ``be`` (a cached copy; both copies point at each other)."""
-    if rs.be is be or rs.be.name == be.name:
+def row_to(rs: RowSet, be: Any, link: bool = True) -> RowSet:
+    """The run on backend ``be`` (a cached copy; both copies point at each other unless
+    ``link`` is false: a one-way move, which keeps nothing of the source alive)."""
+    if rs.be is be or (link and rs.be.name == be.name):
         return rs
-    hit = rs._mirror.get("twin")
+    hit = rs._mirror.get("twin") if link else None
     if hit is not None and hit.be.name == be.name:
         return hit
     keys = be.asarray(rs.be.to_host(rs.keys))
     cols = None if rs.cols_ is None else tuple(be.asarray(rs.be.to_host(c)) for c in rs.cols_)
     out = RowSet(be, cols, keys, rs.spec, rs.n)
-    rs._mirror["twin"] = out
-    out._mirror["twin"] = rs
+    if link:
+        rs._mirror["twin"] = out
+        out._mirror["twin"] = rs
     return out
 
 
-def runs_to(rs: RunSet, be: Any) -> RunSet:
-    return RunSet(be, rs.arity, tuple(row_to(r, be) for r in rs.runs),
-                  tuple(row_to(d, be) for d in rs.dead))
+def runs_to(rs: RunSet, be: Any, link: bool = True) -> RunSet:
+    return RunSet(be, rs.arity, tuple(row_to(r, be, link) for r in rs.runs),
+                  tuple(row_to(d, be, link) for d in rs.dead))
 
 
 def state_to(st: EngineState, be: Any) -> EngineState:
@@ -76,7 +78,8 @@ def state_to(st: EngineState, be: Any) -> EngineState:
         counters={n: Counters(tuple(conv(a) for a in c.nonrec), tuple(conv(a) for a in c.rec))
                   for n, c in st.counters.items()},
         counting=st.counting, materialised=st.materialised, modules=st.modules,
-        counted_with=st.counted_with, module_state={}, symbols=st.symbols)
+        counted_with=st.counted_with, module_state={}, symbols=st.symbols,
+        records=st.records)
 
 
 class Twin:

@@ -570,6 +570,16 @@ def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
                       str(r.evaluations),
                       "", f"{r.derivations:,}")
     console.print(t)
+    _print_oom(console, stats)
+
+
+def _print_oom(console: Any, stats: Any) -> None:
+    """What a device out-of-memory changed: retries with smaller join chunks, the CPU path."""
+    if stats.oom_retries:
+        console.print(f"device out of memory: {stats.oom_retries} rule evaluation(s) retried "
+                      "with smaller join chunks")
+    if stats.fallback:
+        console.print(f"fallback: {stats.fallback}")
 
 
 def _print_update_stats(stats: Any, total_s: float) -> None:
@@ -588,6 +598,7 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
     if stats.note:
         t.add_row("note", stats.note)
     console.print(t)
+    _print_oom(console, stats)
 
 
 class _Progress:

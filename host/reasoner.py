@@ -78,8 +78,9 @@ class Reasoner:
 
     @property
     def device(self) -> str:
-        """``"cpu"`` or ``"gpu"``: the backend actually in use."""
-        return self.backend.name
+        """``"cpu"`` or ``"gpu"``: the backend actually in use (``"cpu"`` after the engine
+        ran out of device memory and moved to the CPU, see ``gpu_engine.fallback``)."""
+        return self.engine.be.name
 
     @property
     def notes(self) -> list[str]:

@@ -116,12 +116,12 @@ def store_lock(store_dir: str | Path) -> Iterator[None]:
         _HELD[key] = (fd, depth + 1)
     else:
         fd = os.open(d / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
+        try:  # anything raised here (an interrupt, a time limit's signal) closes the
+            fcntl.flock(fd, fcntl.LOCK_EX)  # descriptor, which releases the lock: a lock
+            _HELD[key] = (fd, 1)  # held by a lost descriptor would block every writer
+        except BaseException:
             os.close(fd)
             raise
-        _HELD[key] = (fd, 1)
     try:
         yield
     finally:
@@ -130,8 +130,7 @@ def store_lock(store_dir: str | Path) -> Iterator[None]:
             _HELD[key] = (fd, depth - 1)
         else:
             del _HELD[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            os.close(fd)  # releases the lock (one call: nothing can come between)
 
 
 # --- saving --------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from . import oom
+from .oom import DeviceOutOfMemory, FaultPlan, InjectedDeviceOOM, is_device_oom
+
 INDEX = np.int64  # dtype of every column, key and index array
 
 
@@ -39,10 +42,31 @@ class Backend:
     xp: ModuleType
     join_chunk_rows: int = 1 << 25
     _stats: dict[str, Any] = field(default_factory=dict)
+    # injected device out-of-memory faults (kernels.oom; GPU_ENGINE_FAKE_OOM): with a plan,
+    # the NumPy backend stands in for a device that can run out of memory
+    faults: FaultPlan | None = None
 
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
+
+    @property
+    def is_device(self) -> bool:
+        """Memory that can run out while the host's has room: the GPU, or a backend with
+        injected faults standing in for it.  Its out-of-memory errors are retried with
+        smaller join chunks and then sent to the CPU path (``gpu_engine.fallback``)."""
+        return self.is_gpu or self.faults is not None
+
+    def charge(self, rows: int, join: bool = False) -> None:
+        """A join chunk (``join``) or a large allocation of ``rows`` int64 rows is about to
+        be made: the fault-injection hook (nothing without a plan).  On CuPy, allocations
+        are counted by the allocator instead (``oom.install_cupy_allocator``)."""
+        if self.faults is not None and (join or not self.is_gpu):
+            self.faults.event(rows, join)
+
+    def free_memory(self) -> None:
+        """Return cached device memory (CuPy's pools) after an out-of-memory error."""
+        oom.free_device_memory(self.xp)
 
     def asarray(self, a: Any, dtype: Any = INDEX) -> Any:
         """Move ``a`` to this backend as a contiguous array of ``dtype``."""
@@ -82,8 +106,22 @@ def get_backend(device: str = "auto", join_chunk_rows: int | None = None) -> Bac
     if device == "gpu" and not gpu_available():
         raise RuntimeError("device='gpu' requested but CuPy finds no CUDA GPU")
     chunk = join_chunk_rows or int(os.environ.get("GPU_ENGINE_JOIN_CHUNK_ROWS", 1 << 25))
+    faults = FaultPlan.from_env()
     if use_gpu:
         import cupy
 
-        return Backend("gpu", cupy, chunk)
+        if faults is not None and faults.alloc_at:
+            oom.install_cupy_allocator(faults, cupy)
+        return Backend("gpu", cupy, chunk, faults=faults)
+    return Backend("cpu", np, chunk, faults=faults)
+
+
+def cpu_fallback(be: Backend) -> Backend:
+    """The CPU backend that takes over from device ``be`` after it ran out of memory: NumPy,
+    the configured join chunk (not the halved one), no injected faults."""
+    chunk = int(os.environ.get("GPU_ENGINE_JOIN_CHUNK_ROWS", 1 << 25))
     return Backend("cpu", np, chunk)
+
+
+__all__ = ["INDEX", "Backend", "DeviceOutOfMemory", "FaultPlan", "InjectedDeviceOOM",
+           "cpu_fallback", "get_backend", "gpu_available", "is_device_oom"]

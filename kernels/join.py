@@ -84,6 +84,7 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
     if len(c) == 1:  # one probe row (e.g. the first atom of a rule): a plain range
         total = be.scalar(c[0])
+        be.charge(total, join=True)
         return (xp.full(total, start, dtype=INDEX),
                 xp.arange(total, dtype=INDEX) + lo[start])
     if ends is None:
@@ -91,6 +92,7 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
     total = be.scalar(ends[-1])
     if total == 0:
         return xp.zeros(0, dtype=INDEX), xp.zeros(0, dtype=INDEX)
+    be.charge(total, join=True)
     if _numba.use(be, total):
         return _numba.expand(lo[start:stop], c, start, total, ends)
     # linear expansion: mark where each non-empty run starts, prefix-sum the marks
@@ -106,7 +108,19 @@ def expand(be: Backend, lo: Any, counts: Any, start: int = 0, stop: int | None =
 
 def join_chunks(be: Backend, lo: Any, counts: Any, budget: int | None = None
                 ) -> Iterator[tuple[Any, Any]]:
-    """Yield (probe index, build position) chunks of at most ~``budget`` output rows."""
+    """Yield (probe index, build position) chunks of at most ~``budget`` output rows.
+
+    One probe row with more matches than the budget (a scan of a whole relation: the
+    first atom of a rule) is split into ranges of its run, in order."""
+    budget = budget or be.join_chunk_rows
+    if len(counts) == 1:
+        total = be.scalar(counts[0])
+        xp, base = be.xp, be.scalar(lo[0]) if total else 0
+        for s in range(0, total, budget):
+            m = min(budget, total - s)
+            be.charge(m, join=True)
+            yield xp.zeros(m, dtype=INDEX), xp.arange(base + s, base + s + m, dtype=INDEX)
+        return
     for s, e, ends in chunk_bounds(be, lo, counts, budget):
         yield expand(be, lo, counts, s, e, ends)
 
@@ -164,6 +178,7 @@ def expand_gather(be: Backend, lo: Any, counts: Any, rows: Any | None,
             ends = xp.cumsum(c)
         total = be.scalar(ends[-1]) if len(ends) else 0
         if _numba.use(be, total):
+            be.charge(total, join=True)
             return _numba.expand_gather(lo[start:stop], c, ends, start, total, rows,
                                         probe_cols, build_cols)
     pi, bpos = expand(be, lo, counts, start, stop, ends)

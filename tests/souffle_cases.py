@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
+
+from time_limits import CaseTimeout, time_limit
+
+__all__ = ["CASE_TIMEOUT", "CaseTimeout", "lines", "run_cli", "time_limit"]
 
 # Seconds one case may take before it counts as a failure (0 disables the limit).
 CASE_TIMEOUT = float(os.environ.get("GPU_ENGINE_CASE_TIMEOUT", "600"))
@@ -23,37 +24,13 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-class CaseTimeout(Exception):
-    """A case ran longer than its time limit."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``CaseTimeout`` in the main thread after ``seconds`` (POSIX; else no limit)."""
-    usable = seconds > 0 and hasattr(signal, "SIGALRM")
-    if not usable or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise CaseTimeout(f"no result after {seconds:g} s (GPU_ENGINE_CASE_TIMEOUT)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def run_cli(args: list[str], timeout: float = CASE_TIMEOUT) -> tuple[int, str, str]:
     """Run ``gpu-engine ARGS`` in-process; returns (exit status, stdout, stderr)."""
     from gpu_engine.host.cli import main
 
     stdout, stderr = io.StringIO(), io.StringIO()
     with (
-        time_limit(timeout),
+        time_limit(timeout, "GPU_ENGINE_CASE_TIMEOUT"),
         contextlib.redirect_stdout(stdout),
         contextlib.redirect_stderr(stderr),
     ):

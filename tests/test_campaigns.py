@@ -1,6 +1,6 @@
-"""The campaigns of ``make fuzz-programs``, ``make fuzz-inputs`` and ``make faults`` at CI
-size (``benchmarks/campaigns``): no wrong answer, no traceback, no partial write, every store
-intact.  Known bugs owned by another change are listed in ``benchmarks/campaigns/known.py``
+"""The campaigns of ``make fuzz-programs``, ``make fuzz-inputs``, ``make faults`` and
+``make faults-gpu`` at CI size (``benchmarks/campaigns``): no wrong answer, no traceback, no
+partial write, every store intact.  Known bugs owned by another change are listed in ``benchmarks/campaigns/known.py``
 and reported under ``known_failures``, not failed on."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.campaigns import aggregates, faults, inputs, programs  # noqa: E402
+from benchmarks.campaigns import aggregates, faults, gpu_oom, inputs, programs  # noqa: E402
 from benchmarks.campaigns.common import draw  # noqa: E402
 from benchmarks.campaigns.known import known_bug  # noqa: E402
 from benchmarks.campaigns.mutate import mutate_bytes  # noqa: E402
@@ -72,6 +72,15 @@ def test_faults() -> None:
     line = faults.run(len(faults.KINDS), seed=0, size=8)
     assert line["counts"]["trials"] == len(faults.KINDS)
     assert line["counts"]["intact"] == len(faults.KINDS)
+    assert not line["failures"], _report(line)
+
+
+def test_faults_gpu() -> None:
+    """Out of device memory at random points (injected on the CPU; with a GPU, the CuPy
+    pool's limit): every run, update and API call ends with the unconstrained result."""
+    line = gpu_oom.run(6, seed=0, size=3)
+    assert line["counts"]["trials"] == 6 and line["counts"]["intact"] == 6
+    assert line["counts"].get("faults", 0) >= 3
     assert not line["failures"], _report(line)
 
 

@@ -18,14 +18,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from gpu_engine.host.cli import main
 from gpu_engine.host.reasoner import Reasoner
-from gpu_engine.host.store import current_version, open_store
+from gpu_engine.host.store import current_version
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# the store checks are the fault campaign's (benchmarks/campaigns/faults.py)
+from benchmarks.campaigns.faults import (  # noqa: E402
+    engine_state,
+    random_graph,
+    same,
+    write_edges,
+)
+from benchmarks.campaigns.faults import stored_state as state  # noqa: E402
+
 KILLS = 50
 PROGRAM = """
 .decl edge(x: number, y: number)
@@ -35,38 +46,6 @@ PROGRAM = """
 path(x, y) :- edge(x, y).
 path(x, z) :- path(x, y), edge(y, z).
 """
-
-
-def random_graph(rng: np.random.Generator, components: int, size: int) -> set[tuple[int, int]]:
-    """Disjoint strongly connected random graphs (a Hamiltonian cycle plus random edges)."""
-    edges: set[tuple[int, int]] = set()
-    for c in range(components):
-        nodes = rng.permutation(size) + c * size
-        edges.update(zip(nodes.tolist(), np.roll(nodes, 1).tolist()))
-        edges.update(zip((rng.integers(0, size, size) + c * size).tolist(),
-                         (rng.integers(0, size, size) + c * size).tolist()))
-    return edges
-
-
-def write_edges(d: Path, edges: set[tuple[int, int]]) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "edge.facts").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(edges)))
-    return d
-
-
-def state(store: Path) -> dict[str, Any]:
-    """The stored E, I and counters of every relation."""
-    e = open_store(store, device="cpu").engine
-    return {name: (e.explicit_columns(name), e.columns(name), e.counter_arrays(name))
-            for name in e.program.relations}
-
-
-def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    def flat(s: dict[str, Any]) -> list[np.ndarray]:
-        return [c for name in sorted(s) for part in s[name] for c in part]
-
-    fa, fb = flat(a), flat(b)
-    return len(fa) == len(fb) and all(np.array_equal(x, y) for x, y in zip(fa, fb))
 
 
 def entries(store: Path) -> set[tuple[str, int]]:
@@ -120,8 +99,7 @@ def test_update_killed_at_random_moments(tmp_path: Path) -> None:
     fresh = Reasoner(PROGRAM, device="cpu", counting=True)
     fresh.add_facts("edge", np.array(sorted((edges | x) - y)))
     fresh.materialise()
-    assert same(states[1], {n: (fresh.engine.explicit_columns(n), fresh.engine.columns(n),
-                                fresh.engine.counter_arrays(n)) for n in states[1]})
+    assert same(states[1], engine_state(fresh.engine))
     t_partial = t_partial if t_partial is not None else 0.8 * t_exit
     t_commit = t_commit if t_commit is not None else t_exit
     window = max(t_exit - t_partial, 0.005)

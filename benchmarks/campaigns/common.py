@@ -8,12 +8,9 @@ import io
 import json
 import os
 import random
-import signal
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +22,7 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 if str(TESTS_DIR) not in sys.path:  # generators.py and reference.py import each other by name
     sys.path.insert(0, str(TESTS_DIR))
 
+from time_limits import CaseTimeout, time_limit  # noqa: E402 - one helper for tests and campaigns
 
 # --- seeded draws from hypothesis strategies ------------------------------------------------
 
@@ -68,29 +66,6 @@ def draw(strategy: Any, seed: int) -> Any:
 
 
 # --- running the CLI in-process --------------------------------------------------------------
-
-
-class CaseTimeout(BaseException):
-    """A case ran past its time limit (a BaseException: nothing in the engine catches it)."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`CaseTimeout` in the main thread after ``seconds`` (SIGALRM)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise CaseTimeout(f"no result after {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass

@@ -86,8 +86,12 @@ State = dict[str, Any]
 
 
 def engine_state(engine: Any) -> State:
+    """E, I and the derivation counters (when both kinds are kept; else ``()``) of every
+    relation, as host arrays (also used by ``tests/test_crash.py`` and ``gpu_oom``)."""
+    both = engine.counting >= 2 and bool(engine.counters)
     return {name: (engine.explicit_columns(name), engine.columns(name),
-                   engine.counter_arrays(name)) for name in engine.program.relations}
+                   engine.counter_arrays(name) if both else ())
+            for name in engine.program.relations}
 
 
 def same(a: State | None, b: State | None) -> bool:

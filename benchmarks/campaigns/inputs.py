@@ -12,6 +12,10 @@ six kinds, in turn:
 - ``csv``: one fact file of that program (tab, comma or nullary) with a wrong column count,
   a bad or huge number, odd bytes in a field, an embedded delimiter or quote, empty or blank
   lines, CRLF, a BOM, a very long field, or byte mutations; sometimes an odd ``delimiter=``;
+  or (two cases in five) the IO-parameter program (``rfc4180=true, headers=true`` input,
+  ``delimiter="::"`` output, unsigned/float, a nullary input) with every fact file left
+  valid or edited (junk strings, deletions, huge numbers, truncated gzip) and now and then
+  one missing;
 - ``parquet``: an ``IO=parquet`` input with a wrong schema (names, types, nulls, extra or
   missing columns, nested types), corrupted or truncated bytes, or a Spark-style directory
   with a bad part;
@@ -21,7 +25,8 @@ six kinds, in turn:
   deleted or edited (``CURRENT``, ``meta.json``, ``program.dl`` included), then ``export`` or
   ``update``;
 - ``cli``: a random argument list over the real flags, odd values and paths; or (one in
-  five) a valid ``run``/``update``/``export`` with odd options added (``--stats-json PATH``);
+  five) a valid ``run``/``update``/``export`` with odd options added (``--stats-json PATH``)
+  or flags and values inserted anywhere in it;
   or (one in five) ``explain``/``query`` over the store with a mutated fact or query.
 
 The CLI runs in-process (``gpu_engine.host.cli.main``) with the working directory inside the
@@ -29,8 +34,9 @@ case's own folder.  The judge: the run succeeds, or exits nonzero with a one-lin
 (argparse's usage lines are allowed); never an exception escaping ``main`` or "Traceback" on
 stderr (``traceback``), never more than one error line (``unclear_error``), never a changed
 or half-written output directory or store after a failure, nor a temporary file left behind
-(``partial_write``); a store that was corrupted must not be read as if it were intact
-(``silent_corruption``: a success whose output differs from the uncorrupted store's).
+(``partial_write``), nor a success that did not write every output (``missing_output``); a
+store that was corrupted must not be read as if it were intact (``silent_corruption``: a
+success whose output differs from the uncorrupted store's).
 An error about a program or fact file without ``file:line:col`` (an N-Triples file: without
 ``file:line``) is a failure too (``no_location``); other errors that name no file are
 counted (``errors_without_file``) with samples.
@@ -54,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import Campaign, CaseTimeout, cli_args, run_cli, snapshot, temp_leftovers, time_limit
-from .mutate import mutate_bytes, mutate_fields, random_text
+from .mutate import mutate_bytes, mutate_fields, mutate_junk, random_text
 
 KINDS = ("program", "csv", "parquet", "ntriples", "store", "cli")
 TIMEOUT = 20.0
@@ -77,6 +83,28 @@ out2(x, f, c) :- u(x, f), n(c, "a").
 out3() :- z(), n(1, "a").
 """
 TYPES_OUTPUTS = ("out1.csv", "out2.csv", "out3.csv")
+
+FORMATS_PROGRAM = """\
+.decl e(x: number, s: symbol)
+.input e
+.decl f(u: unsigned, z: float)
+.input f(delimiter=",")
+.decl g(a: symbol, b: number)
+.input g(rfc4180=true, headers=true)
+.decl n()
+.input n
+.decl out(x: number, s: symbol, z: float)
+.output out
+.decl g2(a: symbol, b: number)
+.output g2(delimiter="::")
+out(x, s, z) :- e(x, s), f(u, z), x < 5, u < 5.
+g2(a, b) :- g(a, b), n().
+"""
+FORMATS_FACTS = {"e.facts": b"1\ta\n2\tb c\n3\t\n",
+                 "f.facts": b"1,0.5\n2,-1e3\n4294967295,inf\n",
+                 "g.facts": b'a,b\n"x,y",1\n"q""q",-2\nplain,3\n',
+                 "n.facts": b"\n"}
+FORMATS_OUTPUTS = ("out.csv", "g2.csv")
 
 PARQUET_PROGRAM = """\
 .decl p(a: number, b: symbol)
@@ -193,8 +221,10 @@ class Judge:
                 self.noloc.append(f"[{kind}] {line[:300]}")
 
     def cli(self, kind: str, seed: int, args: list[str], repro: str, *,
-            outs: tuple[Path, ...] = (), stores: tuple[Path, ...] = ()) -> Any:
-        """Run ``gpu-engine ARGS``; check the error rules and the output directories."""
+            outs: tuple[Path, ...] = (), stores: tuple[Path, ...] = (),
+            written: tuple[Path, ...] = ()) -> Any:
+        """Run ``gpu-engine ARGS``; check the error rules and the output directories (and
+        that a success wrote the files ``written``)."""
         c = self.c
         before = {d: snapshot(d) for d in outs}
         sbefore = {s: store_state(s) for s in stores}
@@ -227,6 +257,10 @@ class Judge:
                                  if before[d].get(k) != snapshot(d).get(k))
                 c.fail("partial_write", seed, f"failed run changed {d.name}: {changed}\n"
                        f"exit {res.rc}: {res.stderr}", repro, input_kind=kind)
+        missing = [p.name for p in written if not p.exists()] if res.rc == 0 else []
+        if missing:
+            c.fail("missing_output", seed, f"a successful run did not write {missing}",
+                   repro, input_kind=kind)
         for s in stores:
             if res.rc != 0 and store_state(s) != sbefore[s]:
                 c.fail("partial_write", seed, f"failed run changed the store {s.name}\n"
@@ -284,7 +318,30 @@ def case_program(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, A
                  "replaced the device node with a regular file", repro, input_kind="program")
 
 
+def case_formats(j: Judge, s: int, rng: random.Random, d: Path) -> None:
+    """The IO-parameter program, each fact file valid or edited, sometimes one missing."""
+    files, ops = dict(FORMATS_FACTS), []
+    for name in sorted(files):
+        if rng.random() < 0.5:
+            files[name], done = mutate_junk(files[name], rng)
+            ops.append(f"{name}: {done}")
+    if rng.random() < 0.05:
+        gone = rng.choice(sorted(files))
+        del files[gone]
+        ops.append(f"{gone} missing")
+    (d / "prog.dl").write_text(FORMATS_PROGRAM)
+    write_files(d / "facts", files)
+    old_outputs(d / "out", FORMATS_OUTPUTS)
+    j.cli("csv", s, ["run", str(d / "prog.dl"), "-F", str(d / "facts"), "-D", str(d / "out"),
+                     "--device", j.device, "--quiet"],
+          f"FORMATS_PROGRAM, edits {ops}\n" + "".join(_show(k, v) for k, v in files.items()),
+          outs=(d / "out",), written=tuple(d / "out" / o for o in FORMATS_OUTPUTS))
+
+
 def case_csv(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, Any]) -> None:
+    if rng.random() < 0.4:
+        case_formats(j, s, rng, d)
+        return
     files = types_facts(rng)
     target = rng.choice(["n.facts", "n.facts", "u.facts", "z.facts"])
     delim = {"n.facts": b"\t", "u.facts": b",", "z.facts": b"\t"}[target]
@@ -303,7 +360,7 @@ def case_csv(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, Any])
     j.cli("csv", s, ["run", str(d / "prog.dl"), "-F", str(d / "facts"), "-D", str(d / "out"),
                      "--device", j.device, "--quiet"],
           f"mutations {ops}\n" + _show("prog.dl", text.encode()) + _show(target, files[target]),
-          outs=(d / "out",))
+          outs=(d / "out",), written=tuple(d / "out" / o for o in TYPES_OUTPUTS))
 
 
 def _parquet_table(rng: random.Random) -> Any:
@@ -541,7 +598,7 @@ FLAGS = ["-F", "--facts", "-D", "--output", "--device", "--stats", "--stats-json
          "--device=cpu", "--format=parquet", "--stats-json=", "-D-"]
 VALUES = ["cpu", "auto", "gpu", "file", "parquet", "local", "off", "remat", "dred", "dredc",
           "counting", "bf", "bfc", "remat1c", "x", "", " ", "-", "=", "0", "é", "\x00x",
-          "a=b"]
+          "a=b", "nosuch"]
 
 
 def case_cli(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, Any]) -> None:
@@ -576,10 +633,13 @@ def case_cli(j: Judge, s: int, rng: random.Random, d: Path, ctx: dict[str, Any])
                            ["update", "store", "--insert", str(base["ins"]), "-D", "out"],
                            ["export", "store", "-D", "out"]])
         for _ in range(rng.randint(1, 3)):
-            argv += rng.choice([["--stats-json", rng.choice(paths)], ["--stats"],
+            extra = rng.choice([["--stats-json", rng.choice(paths)], ["--stats"],
                                 ["--format", "parquet"], ["--device", "auto"],
                                 ["--quiet"], ["--modules", "off"], [rng.choice(FLAGS)],
-                                ["--algorithm", rng.choice(VALUES)]])
+                                ["--algorithm", rng.choice(VALUES)],
+                                [rng.choice(FLAGS + VALUES)]])
+            at = len(argv) if rng.random() < 0.6 else rng.randint(1, len(argv))
+            argv[at:at] = extra  # appended, or inserted among the command's own arguments
         j.cli("cli", s, argv, f"cwd: a folder holding {sorted(p.name for p in d.iterdir())}",
               outs=(d / "out",), stores=(d / "store",))
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import random
 import re
 
@@ -118,3 +119,38 @@ def mutate_fields(data: bytes, delim: bytes, rng: random.Random) -> tuple[bytes,
     elif op == "no_final_newline":
         out = out.rstrip(b"\n")
     return out, [op]
+
+
+JUNK = ["\t", ",", '"', "\n", "\r\n", "\x00", "\xff", "-", "+", "0x", "1e999", "99999999999",
+        "nan", " ", "\\", "é", "'", "::", "", "-0", "0b102", "()", "\ufeff"]
+
+
+def mutate_junk(data: bytes, rng: random.Random) -> tuple[bytes, list[str]]:
+    """One to four edits of a text file: junk strings inserted (delimiters, quotes, line
+    ends, NUL, a BOM, number-like tokens), short deletions, huge numbers inserted; in one
+    case of ten the result is gzip-compressed and truncated."""
+    text = data.decode("utf-8", "surrogateescape")
+    done: list[str] = []
+    for _ in range(rng.randint(1, 4)):
+        k = rng.random()
+        pos = rng.randint(0, len(text))
+        if k < 0.5:
+            junk = rng.choice(JUNK)
+            text = text[:pos] + junk + text[pos:]
+            done.append(f"insert {junk!r}")
+        elif k < 0.8 and text:
+            end = min(len(text), pos + rng.randint(1, 4))
+            text = text[:pos] + text[end:]
+            done.append("delete")
+        else:
+            big = str(rng.choice([-1, 2**31, 2**32, 2**63, 10**30]))
+            text = text[:pos] + big + text[pos:]
+            done.append(f"insert {big}")
+    out = text.encode("utf-8", "surrogateescape")
+    if "\xff" in text and rng.random() < 0.5:  # the byte, not the character
+        out = out.replace("\xff".encode(), b"\xff")
+        done.append("raw 0xff")
+    if rng.random() < 0.1:
+        out = gzip.compress(out)[: rng.randint(2, 40)]
+        done.append("truncated gzip")
+    return out, done

@@ -36,7 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="materialise a program and write its .output relations")
-    run.add_argument("program", help="Datalog program (.dl, Soufflé syntax)")
+    run.add_argument("program", nargs="?",
+                     help="Datalog program (.dl, Soufflé syntax); optional with --rules")
+    run.add_argument("--rules", metavar="NAME",
+                     help="run a rule set shipped with the package: owl2rl (OWL 2 RL/RDF, "
+                          "owl:sameAs by rewriting where supported), owl2rl-spelled, owl2rl-eq")
+    run.add_argument("--rdf", action="append", default=[], metavar="FILE",
+                     help="RDF data (N-Triples, Turtle, N-Quads, TriG, RDF/XML; .gz too) for "
+                          "the triple relation (repeatable)")
+    run.add_argument("--rdf-relation", default="triple", metavar="REL",
+                     help="relation that --rdf files fill (default: triple)")
+    run.add_argument("--rdf-format", choices=["nt", "ttl"], default="nt",
+                     help="format of IO=rdf outputs that name none (default nt: N-Triples)")
     run.add_argument("-F", "--facts", default=".", help="directory of .input fact files")
     run.add_argument("-D", "--output", default=".",
                      help="directory for .output relations ('-' prints them)")
@@ -168,6 +179,14 @@ def _run(args: argparse.Namespace) -> int:
     from .reasoner import Reasoner
 
     t0 = time.perf_counter()
+    if args.rules:
+        from .owl2rl import rule_set
+
+        if args.program:
+            raise ProgramError("give a program or --rules, not both")
+        args.program = str(rule_set(args.rules))
+    elif not args.program:
+        raise ProgramError("run needs a program (or --rules NAME)")
     if args.store and not args.force:
         _refuse_existing_store(Path(args.store))
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
@@ -191,13 +210,15 @@ def _run(args: argparse.Namespace) -> int:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
         marks = {"start": time.perf_counter()}
+        if args.rdf:
+            r.load_rdf(args.rdf, args.rdf_relation)
         r.load_inputs(args.facts, default_io=args.format)
         marks["load"] = time.perf_counter()
         progress.status("materialising")
         stats = r.materialise()
         marks["materialise"] = time.perf_counter()
         # render everything before writing anything, so an error writes no output
-        outputs = _render_outputs(r, args.output, args.format)
+        outputs = _render_outputs(r, args.output, args.format, args.rdf_format)
         marks["render"] = time.perf_counter()
         if args.store:
             from .store import save_store
@@ -243,7 +264,8 @@ def _refuse_existing_store(d: Path) -> None:
 Outputs = tuple[list[tuple[str, str, Any, "str | None"]], list[tuple[str, int]]]
 
 
-def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outputs:
+def _render_outputs(r: Reasoner, output: str, default_io: str = "file",
+                    rdf_format: str = "nt") -> Outputs:
     """The ``.output`` relations as (relation, destination, data, header line): data is
     the file's bytes (text, gzip with ``compress=true``), text for stdout, or an Arrow
     table (a Spark DataFrame on the Spark backend) for ``IO=parquet``; and the
@@ -256,9 +278,9 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
     for d in r.parsed.directives:
         if d.kind == "output":
             io = d.params.get("IO", default_io)
-            if io not in ("file", "stdout", "parquet", "json", "jsonfile", "sqlite"):
+            if io not in ("file", "stdout", "parquet", "json", "jsonfile", "sqlite", "rdf"):
                 raise ProgramError(f"unsupported IO={io!r} for .output {d.relation} "
-                                   "(file, stdout, parquet, jsonfile, json or sqlite)", d.loc)
+                                   "(file, stdout, parquet, jsonfile, json, sqlite or rdf)", d.loc)
             if io in ("json", "jsonfile", "sqlite"):
                 _render_other(r, d, io, output, outputs, databases)
                 continue
@@ -270,6 +292,13 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file") -> Outpu
                     continue
                 outputs.append((d.relation, fname, portable_table(
                     r.relation(d.relation), r.program.relations[d.relation].arity), None))
+                continue
+            if io == "rdf":  # N-Triples / Turtle (host/rdf.py)
+                from .rdf import rdf_output
+
+                fname, data = rdf_output(r, d.relation, d.params, rdf_format)
+                dest = "-" if output == "-" else fname
+                outputs.append((d.relation, dest, data.decode() if dest == "-" else data, None))
                 continue
             fname = d.params.get("filename", f"{d.relation}.csv")
             dest = "-" if (io == "stdout" or output == "-") else fname

@@ -124,9 +124,18 @@ class Reasoner:
             if io in ("json", "jsonfile", "sqlite"):
                 loaded.append((d.relation, *self._read_other(d, rel, io, facts_dir)))
                 continue
+            if io == "rdf":  # RDF triples (host/rdf.py), the format from the file name
+                from .rdf import read_rdf
+
+                path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.nt"))
+                table = read_rdf(path, d.params.get("format"))
+                cols, n = self._encode(d.relation, table.rename_columns(
+                    [a for a, _ in rel.attributes][:3]))
+                loaded.append((d.relation, list(cols), n))
+                continue
             if io != "file":
                 raise ProgramError(f"unsupported IO={io!r} for .input {d.relation} "
-                                   "(file, parquet, jsonfile, json, sqlite)", d.loc)
+                                   "(file, parquet, jsonfile, json, sqlite, rdf)", d.loc)
             path = _path_in(facts_dir, d.params.get("filename", f"{d.relation}.facts"))
             opts = io_options(d)  # the parameters are checked whether or not it is read
             if not path.exists() and not os.path.lexists(path) and d.relation not in (
@@ -180,6 +189,29 @@ class Reasoner:
         name = d.params.get("name", d.relation)
         return read_json_path(_path_in(facts_dir, d.params.get("filename", f"{name}.json")),
                               rel, self.symbols)
+    # --- RDF --------------------------------------------------------------------------
+
+    def load_rdf(self, paths: str | Path | list[str | Path], relation: str = "triple",
+                 format: str | None = None) -> int:
+        """Add the triples of RDF files (N-Triples, Turtle, N-Quads, TriG, ...; gzip too)
+        to a relation of three symbol attributes; all files are read before any fact is
+        added. Returns the number of new facts. See :mod:`host.rdf`."""
+        from .rdf import load_rdf
+
+        t0 = time.perf_counter()
+        try:
+            return load_rdf(self, paths, relation, format)
+        finally:
+            self.load_seconds += time.perf_counter() - t0
+
+    def write_rdf(self, path: str | Path, relation: str = "triple",
+                  format: str | None = None) -> int:
+        """Write a triple relation as N-Triples (``format="nt"``) or Turtle (``"ttl"``;
+        by default from the file name). Returns the number of generalised triples (literal
+        subjects) left out."""
+        from .rdf import write_rdf
+
+        return write_rdf(self, path, relation, format)
 
     # --- Spark ------------------------------------------------------------------------
 

@@ -118,10 +118,14 @@ STRUCTURAL = {f"<{RDF}first>", f"<{RDF}rest>"} | {
                             "cardinality", "members", "inverseOf", "distinctMembers")}
 
 
+_XSD_STRING = f'"^^<{XSD}string>'
+
+
 def canonical_bnodes(triples: set[Triple]) -> set[Triple]:
     """Blank nodes renamed by a hash of their structure (their outgoing structural edges,
     recursively), so that two reasoners' labels compare: rdflib and pyoxigraph each name
-    the anonymous nodes of a file by random labels."""
+    the anonymous nodes of a file by random labels. ``"x"^^xsd:string`` is written ``"x"``
+    (canonical N-Triples), as some peers spell it out."""
     import hashlib
 
     out_edges: dict[str, list[tuple[str, str]]] = {}
@@ -141,7 +145,11 @@ def canonical_bnodes(triples: set[Triple]) -> set[Triple]:
         return names[b]
 
     def c(t: str) -> str:
-        return name(t) if t.startswith("_:") else t
+        if t.startswith("_:"):
+            return name(t)
+        if t.endswith(_XSD_STRING):  # RDF 1.1: a simple literal is an xsd:string
+            return t[: -len(_XSD_STRING) + 1]
+        return t
 
     return {(c(s), c(p), c(o)) for s, p, o in triples}
 

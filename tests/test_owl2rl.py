@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpu_engine.host.owl2rl import equality_supported, resolve, rule_set
+
 from tests.owl2rl_judge import compare, ours, owlrl_closure
 
 owlrl = pytest.importorskip("owlrl")

@@ -1,0 +1,234 @@
+"""OWL 2 RL on LUBM: gpu-engine's shipped rule set against owlrl and reasonable, and RDF load
+times (one JSON line per measurement, peers side by side, ratios from the same run).
+
+```sh
+python -m benchmarks.owl2rl --sizes 1,10 --device cpu --timeout 900 \\
+    --out benchmarks/results/owl2rl.jsonl
+python -m benchmarks.owl2rl --load --sizes 50          # N-Triples readers on LUBM(50)
+```
+
+Data: ``../shared/bench-data/lubm/lubm{N}.nt.gz`` plus the ontology ``univ-bench.owl``
+(RDF/XML). Every engine runs in a child process with a wall-clock limit (``--timeout``), so
+its time and peak memory are its own. Counts: ``triples`` is what the engine holds;
+``rdf_triples`` leaves out what is not compared (``tests/owl2rl_judge.explained``: triples
+with a literal subject, which RDF cannot hold, and the datatype triples of table 8, which
+our rule set omits), so equal ``rdf_triples`` mean the same closure size.
+
+* ``gpu-engine``: ``Reasoner(rule_set(variant))``, ``load_rdf``, ``materialise``.
+* ``owlrl``: rdflib ``Graph.parse`` then ``DeductiveClosure(OWLRL_Semantics)`` (no axiomatic
+  triples), owlrl's brute-force fixpoint in Python.
+* ``reasonable`` (Rust, from PyPI): ``PyReasoner.from_graph`` of the same rdflib graph,
+  ``reason()``.
+
+``--load``: the vectorised N-Triples reader (``host/ntriples.py``, through ``host/rdf.py``)
+against pyoxigraph with one Python string per term (the path every other format takes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+LUBM = ROOT.parent / "shared" / "bench-data" / "lubm"
+ONTOLOGY = "univ-bench.owl"
+
+
+def _data(size: int) -> list[Path]:
+    return [LUBM / f"lubm{size}.nt.gz", LUBM / ONTOLOGY]
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _count(terms: Any) -> tuple[int, int]:
+    """(all triples, triples compared with peers) of an iterable of N-Triples-text triples."""
+    sys.path.insert(0, str(ROOT))
+    from tests.owl2rl_judge import explained
+
+    total = kept = 0
+    for t in terms:
+        total += 1
+        if explained(t, set()) is None:
+            kept += 1
+    return total, kept
+
+
+def _run_ours(size: int, device: str, variant: str) -> dict[str, Any]:
+    from gpu_engine.host.owl2rl import resolve, rule_set
+
+    from gpu_engine import Reasoner
+
+    t0 = time.perf_counter()
+    r = Reasoner(rule_set(variant), device=device)
+    r.load_rdf(_data(size))
+    t1 = time.perf_counter()
+    st = r.materialise()
+    t2 = time.perf_counter()
+    table = r.relation("triple")
+    rows = zip(*(table.column(i).to_pylist() for i in range(3)))
+    total, kept = _count(rows)
+    return {"engine": "gpu-engine", "device": r.device, "rules": resolve(variant),
+            "load_seconds": t1 - t0, "materialise_seconds": t2 - t1,
+            "triples": total, "rdf_triples": kept,
+            "inconsistencies": r.relation_sizes()["inconsistency"],
+            "derivations": st.to_dict().get("derivations")}
+
+
+def _rdflib_graph(size: int) -> Any:
+    import rdflib
+
+    g = rdflib.Graph()
+    with gzip.open(_data(size)[0], "rb") as f:
+        g.parse(f, format="nt")
+    g.parse(_data(size)[1], format="xml")
+    return g
+
+
+def _n3(terms: Any) -> Any:
+    for s, p, o in terms:
+        yield (s.n3(), p.n3(), o.n3())
+
+
+def _run_owlrl(size: int) -> dict[str, Any]:
+    import owlrl
+
+    t0 = time.perf_counter()
+    g = _rdflib_graph(size)
+    t1 = time.perf_counter()
+    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics, axiomatic_triples=False,
+                           datatype_axioms=False).expand(g)
+    t2 = time.perf_counter()
+    total, kept = _count(_n3(g))
+    return {"engine": "owlrl", "device": "cpu", "rules": "owlrl OWLRL_Semantics",
+            "load_seconds": t1 - t0, "materialise_seconds": t2 - t1,
+            "triples": total, "rdf_triples": kept}
+
+
+def _run_reasonable(size: int) -> dict[str, Any]:
+    import rdflib
+    import reasonable
+
+    t0 = time.perf_counter()
+    g = _rdflib_graph(size)
+    r = reasonable.PyReasoner()
+    r.from_graph(g)
+    t1 = time.perf_counter()
+    out = r.reason()
+    t2 = time.perf_counter()
+    triples = set()
+    for s, p, o in out:
+        triples.add(tuple(x if isinstance(x, rdflib.term.Node) else rdflib.URIRef(x)
+                          for x in (s, p, o)))
+    total, kept = _count(_n3(triples))
+    return {"engine": "reasonable", "device": "cpu", "rules": "reasonable OWL 2 RL",
+            "load_seconds": t1 - t0, "materialise_seconds": t2 - t1,
+            "triples": total, "rdf_triples": kept}
+
+
+def _run_load(size: int, reader: str) -> dict[str, Any]:
+    path = _data(size)[0]
+    t0 = time.perf_counter()
+    if reader == "ntriples-vectorised":
+        from gpu_engine.host.rdf import read_rdf
+
+        n = read_rdf(path).num_rows
+    else:
+        from gpu_engine.host.rdf import _library
+
+        n = _library(path, "N_TRIPLES", str(path), None).num_rows
+    t1 = time.perf_counter()
+    return {"engine": reader, "device": "cpu", "load_seconds": t1 - t0, "triples": n}
+
+
+def _child(kind: str, args: tuple, queue: Any) -> None:
+    try:
+        fn = {"gpu-engine": _run_ours, "owlrl": _run_owlrl, "reasonable": _run_reasonable,
+              "load": _run_load}[kind]
+        res = fn(*args)
+        res["peak_memory_bytes"] = _peak_rss()
+        res["status"] = "ok"
+    except ImportError as e:
+        res = {"status": "skipped", "error": str(e)}
+    except Exception as e:  # noqa: BLE001 - reported in the JSON line
+        res = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+    queue.put(res)
+
+
+def measure(kind: str, args: tuple, timeout: float) -> dict[str, Any]:
+    """Run one measurement in a child process (spawned: a clean interpreter)."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(kind, args, q))
+    t0 = time.perf_counter()
+    proc.start()
+    try:
+        res = q.get(timeout=timeout)
+    except Exception:  # noqa: BLE001 - queue.Empty: the child ran past its limit
+        res = {"status": "timeout"}
+        proc.kill()
+    proc.join(5)
+    res["wall_seconds"] = time.perf_counter() - t0
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1", help="LUBM sizes, comma-separated (1, 10, 50)")
+    ap.add_argument("--engines", default="gpu-engine,owlrl,reasonable")
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "gpu"])
+    ap.add_argument("--variant", default="owl2rl", help="shipped rule set (owl2rl, ...)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per peer run")
+    ap.add_argument("--load", action="store_true", help="measure RDF load times only")
+    ap.add_argument("--out", help="append the JSON lines to this file")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    records = []
+    for size in sizes:
+        base = {"benchmark": "rdf-load" if args.load else "owl2rl", "size": f"LUBM({size})",
+                "host": platform.node(), "cpus": os.cpu_count(),
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        group = []
+        if args.load:
+            for reader in ("ntriples-vectorised", "pyoxigraph"):
+                rec = {**base, **measure("load", (size, reader), args.timeout)}
+                group.append(rec)
+            ref = group[0].get("load_seconds")
+            for rec in group:
+                if ref and rec.get("load_seconds"):
+                    rec["ratio_vs_ntriples_vectorised"] = rec["load_seconds"] / ref
+        else:
+            for engine in args.engines.split(","):
+                spec = (size, args.device, args.variant) if engine == "gpu-engine" else (size,)
+                group.append({**base, **measure(engine, spec, args.timeout),
+                              "engine": engine, "timeout": args.timeout})
+            ours = next((r for r in group if r["engine"] == "gpu-engine"
+                         and r["status"] == "ok"), None)
+            for rec in group:
+                if ours and rec["status"] == "ok":
+                    rec["ratio_vs_gpu_engine"] = (rec["materialise_seconds"]
+                                                  / ours["materialise_seconds"])
+                    rec["same_rdf_triples"] = rec["rdf_triples"] == ours["rdf_triples"]
+        for rec in group:
+            line = json.dumps(rec)
+            print(line, flush=True)
+            records.append(line)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write("".join(f"{line}\n" for line in records))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ BASE   := $(VENV)/.installed-base
 
 .PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
-	bench-process report lint gpu-test clean
+	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
 # the demo needs only the engine's own dependencies; tests, benchmarks and Spark need the
 # dev extra (installed on top, into the same virtual environment)
@@ -120,3 +120,13 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+## owl2rl-lubm: LUBM(1) under the shipped OWL 2 RL rules against owlrl (a few minutes)
+owl2rl-lubm: $(STAMP)
+	GPU_ENGINE_OWL2RL_LUBM=1 $(PY) -m pytest -q tests/test_owl2rl_lubm.py
+
+## bench-owl2rl: LUBM(1/10/50) under OWL 2 RL against owlrl and reasonable, and RDF load times
+bench-owl2rl: $(STAMP)
+	$(PY) -m pip install -q -e '.[rdf]'
+	$(PY) -m benchmarks.owl2rl --sizes 1,10,50 --timeout 900 --out benchmarks/results/owl2rl.jsonl
+	$(PY) -m benchmarks.owl2rl --load --sizes 50 --out benchmarks/results/owl2rl.jsonl

@@ -15,11 +15,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow.compute as pc
 from gpu_engine.host.owl2rl import resolve, rule_set
 
 from gpu_engine import Reasoner
 
 HERE = Path(__file__).resolve().parent
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+OWL = "http://www.w3.org/2002/07/owl#"
 
 
 def main(paths: list[str]) -> None:
@@ -29,14 +32,24 @@ def main(paths: list[str]) -> None:
     print(f"rule set {resolve('owl2rl')}: {r.relation_sizes()['triple']:,} triples in "
           f"{stats.seconds:.3f} s on {r.device}")
     fam = "http://example.org/family#"
-    for row in r.query(f'triple(x, "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", '
-                       f'"<{fam}Mother>")').to_pylist():
-        print("Mother:", row["x"])
-    for row in r.query(f'triple(x, "<{fam}hasGrandparent>", y)').to_pylist():
-        print("grandparent:", row["x"], row["y"])
-    for row in r.query(f'triple("<{fam}mary>", "<http://www.w3.org/2002/07/owl#sameAs>", y)'
-                       ).to_pylist():
-        print("mary sameAs:", row["y"])
+    triples = r.relation("triple")                      # a pyarrow Table (s, p, o)
+    s, p, o = (triples.column(i) for i in range(3))
+
+    def matching(pred: str, obj: str | None = None, subj: str | None = None) -> list[tuple]:
+        mask = pc.equal(p, pred)
+        if obj is not None:
+            mask = pc.and_(mask, pc.equal(o, obj))
+        if subj is not None:
+            mask = pc.and_(mask, pc.equal(s, subj))
+        rows = triples.filter(mask)
+        return list(zip(rows.column(0).to_pylist(), rows.column(2).to_pylist()))
+
+    for x, _ in matching(f"<{RDF}type>", f"<{fam}Mother>"):
+        print("Mother:", x)
+    for x, y in matching(f"<{fam}hasGrandparent>"):
+        print("grandparent:", x, y)
+    for _, y in matching(f"<{OWL}sameAs>", subj=f"<{fam}mary>"):
+        print("mary sameAs:", y)
     print("inconsistencies:", r.relation("inconsistency").num_rows)
     r.write_rdf(HERE / "closure.ttl")                   # N-Triples for a .nt name
 

@@ -5,7 +5,12 @@ times (one JSON line per measurement, peers side by side, ratios from the same r
 python -m benchmarks.owl2rl --sizes 1,10 --device cpu --timeout 900 \\
     --out benchmarks/results/owl2rl.jsonl
 python -m benchmarks.owl2rl --load --sizes 50          # N-Triples readers on LUBM(50)
+python -m benchmarks.owl2rl --sizes 1 --sameas 300 --variant owl2rl-spelled,owl2rl-eq
 ```
+
+``--sameas N`` adds N aliases of one professor chained by ``owl:sameAs`` (a class of N + 1
+equal terms): the spelled-out equality rules make about (N + 1)^3 derivations for eq-trans
+alone, rewriting keeps one representative.
 
 Data: ``../shared/bench-data/lubm/lubm{N}.nt.gz`` plus the ontology ``univ-bench.owl``
 (RDF/XML). Every engine runs in a child process with a wall-clock limit (``--timeout``), so
@@ -43,8 +48,22 @@ LUBM = ROOT.parent / "shared" / "bench-data" / "lubm"
 ONTOLOGY = "univ-bench.owl"
 
 
+PROFESSOR = "http://www.Department0.University0.edu/FullProfessor0"
+EXTRA: list[Path] = []  # --sameas: a generated file of owl:sameAs triples
+
+
 def _data(size: int) -> list[Path]:
-    return [LUBM / f"lubm{size}.nt.gz", LUBM / ONTOLOGY]
+    return [LUBM / f"lubm{size}.nt.gz", LUBM / ONTOLOGY, *EXTRA]
+
+
+def sameas_file(n: int, directory: Path) -> Path:
+    """A chain of ``n`` aliases of FullProfessor0 (alias_i owl:sameAs alias_i+1): one
+    equality class of n + 1 members whose every triple eq-rep copies to every member."""
+    path = directory / f"sameas{n}.nt"
+    same = "<http://www.w3.org/2002/07/owl#sameAs>"
+    names = [f"<{PROFESSOR}>"] + [f"<{PROFESSOR}/alias{i}>" for i in range(n)]
+    path.write_text("".join(f"{a} {same} {b} .\n" for a, b in zip(names, names[1:])))
+    return path
 
 
 def _peak_rss() -> int:
@@ -92,6 +111,8 @@ def _rdflib_graph(size: int) -> Any:
     with gzip.open(_data(size)[0], "rb") as f:
         g.parse(f, format="nt")
     g.parse(_data(size)[1], format="xml")
+    for extra in _data(size)[2:]:
+        g.parse(extra, format="nt")
     return g
 
 
@@ -151,7 +172,8 @@ def _run_load(size: int, reader: str) -> dict[str, Any]:
     return {"engine": reader, "device": "cpu", "load_seconds": t1 - t0, "triples": n}
 
 
-def _child(kind: str, args: tuple, queue: Any) -> None:
+def _child(kind: str, args: tuple, queue: Any, extra: list[Path]) -> None:
+    EXTRA[:] = extra
     try:
         fn = {"gpu-engine": _run_ours, "owlrl": _run_owlrl, "reasonable": _run_reasonable,
               "load": _run_load}[kind]
@@ -169,7 +191,7 @@ def measure(kind: str, args: tuple, timeout: float) -> dict[str, Any]:
     """Run one measurement in a child process (spawned: a clean interpreter)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(kind, args, q))
+    proc = ctx.Process(target=_child, args=(kind, args, q, list(EXTRA)))
     t0 = time.perf_counter()
     proc.start()
     try:
@@ -187,15 +209,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1", help="LUBM sizes, comma-separated (1, 10, 50)")
     ap.add_argument("--engines", default="gpu-engine,owlrl,reasonable")
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "gpu"])
-    ap.add_argument("--variant", default="owl2rl", help="shipped rule set (owl2rl, ...)")
+    ap.add_argument("--variant", default="owl2rl",
+                    help="shipped rule sets for gpu-engine, comma-separated (owl2rl, "
+                         "owl2rl-spelled, owl2rl-eq)")
+    ap.add_argument("--sameas", type=int, default=0,
+                    help="add an owl:sameAs class of N + 1 members (aliases of one professor)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per peer run")
     ap.add_argument("--load", action="store_true", help="measure RDF load times only")
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     records = []
+    tmp = None
+    if args.sameas:
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory()
+        EXTRA[:] = [sameas_file(args.sameas, Path(tmp.name))]
+    label = f"+sameAs({args.sameas + 1})" if args.sameas else ""
     for size in sizes:
-        base = {"benchmark": "rdf-load" if args.load else "owl2rl", "size": f"LUBM({size})",
+        base = {"benchmark": "rdf-load" if args.load else "owl2rl",
+                "size": f"LUBM({size}){label}",
                 "host": platform.node(), "cpus": os.cpu_count(),
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         group = []
@@ -209,10 +243,13 @@ def main(argv: list[str] | None = None) -> int:
                     rec["ratio_vs_ntriples_vectorised"] = rec["load_seconds"] / ref
         else:
             for engine in args.engines.split(","):
-                spec = (size, args.device, args.variant) if engine == "gpu-engine" else (size,)
-                group.append({**base, **measure(engine, spec, args.timeout),
-                              "engine": engine, "timeout": args.timeout})
-            ours = next((r for r in group if r["engine"] == "gpu-engine"
+                variants = args.variant.split(",") if engine == "gpu-engine" else [None]
+                for v in variants:
+                    spec = (size, args.device, v) if engine == "gpu-engine" else (size,)
+                    name = engine if v is None or len(variants) == 1 else f"{engine}[{v}]"
+                    group.append({**base, **measure(engine, spec, args.timeout),
+                                  "engine": name, "timeout": args.timeout})
+            ours = next((r for r in group if r["engine"].startswith("gpu-engine")
                          and r["status"] == "ok"), None)
             for rec in group:
                 if ours and rec["status"] == "ok":
@@ -223,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             line = json.dumps(rec)
             print(line, flush=True)
             records.append(line)
+    if tmp is not None:
+        tmp.cleanup()
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "a", encoding="utf-8") as f:

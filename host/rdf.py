@@ -21,7 +21,8 @@ The format comes from the file name (``.nt``, ``.ttl``, ``.nq``, ``.trig``, ``.n
 recognised by its magic bytes. Relative IRIs in Turtle-like formats resolve against the
 file's ``file://`` URI. When several files are read together, each file's blank node labels
 are made distinct (``_:b`` of the second file becomes ``_:f2_b``): blank nodes are scoped to
-their document.
+their document. Anonymous blank nodes (``[]``, collections), which pyoxigraph names by random
+ids, are numbered ``_:g1``, ``_:g2``, ... in order of appearance, so results are repeatable.
 
 Writing (:func:`rdf_bytes`): N-Triples is assembled with Arrow string kernels; Turtle is
 that N-Triples re-serialised by pyoxigraph with the usual prefixes. Generalised triples that
@@ -154,8 +155,38 @@ def _library(path: Path, fmt_name: str, name: str, base_iri: str | None) -> pa.T
         raise FactsError(f"{name}: bad gzip data: {e}") from None
     except UnicodeDecodeError as e:
         raise FactsError(f"{name}: not UTF-8: {e}") from None
-    return pa.table({"s": pa.array(s, pa.string()), "p": pa.array(p, pa.string()),
-                     "o": pa.array(o, pa.string())})
+    table = pa.table({"s": pa.array(s, pa.string()), "p": pa.array(p, pa.string()),
+                      "o": pa.array(o, pa.string())})
+    return _number_anonymous(table)
+
+
+_ANON = "^_:[0-9a-f]{16,32}$"  # pyoxigraph's random ids (a u128 in hex) of [] and list cells
+
+
+def _number_anonymous(table: pa.Table) -> pa.Table:
+    """Rename the blank nodes pyoxigraph made up (random 128-bit ids in hex) to ``_:gN`` in order
+    of first appearance, so that reading a file twice gives the same terms. The prefix is
+    lengthened (``gg``, ...) until no label of the file starts with it and a digit."""
+    cols = {c: table[c].combine_chunks() for c in _COLUMNS}
+    anon_masks = {c: pc.match_substring_regex(cols[c], _ANON) for c in _COLUMNS}
+    if not any(pc.any(m).as_py() for m in anon_masks.values()):
+        return table
+    # first appearance in reading order: row by row, subject before predicate before object
+    order = pa.chunked_array([pc.filter(cols[c], anon_masks[c]) for c in _COLUMNS])
+    rows = pa.chunked_array([pa.array(np.flatnonzero(anon_masks[c].to_numpy(
+        zero_copy_only=False)) * 3 + k) for k, c in enumerate(_COLUMNS)])
+    ids = order.take(pc.sort_indices(rows))
+    anon = pc.unique(ids)
+    prefix = "g"
+    labels = pc.unique(pa.chunked_array([cols[c] for c in _COLUMNS]))
+    while pc.any(pc.match_substring_regex(labels, f"^_:{prefix}[0-9]")).as_py():
+        prefix += "g"
+    names = pa.array([f"_:{prefix}{i}" for i in range(1, len(anon) + 1)], pa.string())
+    out = {}
+    for c in _COLUMNS:
+        pos = pc.index_in(cols[c], value_set=anon)
+        out[c] = pc.if_else(anon_masks[c], names.take(pc.fill_null(pos, 0)), cols[c])
+    return pa.table(out)
 
 
 def read_rdf(path: str | os.PathLike[str], fmt: str | None = None, *,

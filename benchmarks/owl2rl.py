@@ -194,11 +194,16 @@ def measure(kind: str, args: tuple, timeout: float) -> dict[str, Any]:
     proc = ctx.Process(target=_child, args=(kind, args, q, list(EXTRA)))
     t0 = time.perf_counter()
     proc.start()
-    try:
-        res = q.get(timeout=timeout)
-    except Exception:  # noqa: BLE001 - queue.Empty: the child ran past its limit
-        res = {"status": "timeout"}
-        proc.kill()
+    res: dict[str, Any] | None = None
+    while res is None:
+        try:
+            res = q.get(timeout=1.0)
+        except Exception:  # noqa: BLE001 - queue.Empty: still running, past its limit, or dead
+            if time.perf_counter() - t0 > timeout:
+                res = {"status": "timeout"}
+                proc.kill()
+            elif not proc.is_alive():
+                res = {"status": "error", "error": f"child exited with {proc.exitcode}"}
     proc.join(5)
     res["wall_seconds"] = time.perf_counter() - t0
     return res

@@ -177,3 +177,13 @@ def test_anonymous_blank_nodes_are_numbered(tmp_path: Path) -> None:
 def test_cli_needs_program_or_rules(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--rdf", "x.ttl"]) == 1
     assert "needs a program" in capsys.readouterr().err
+
+
+def test_cli_store_and_export_keep_rdf_outputs(tmp_path: Path) -> None:
+    data = tmp_path / "d.ttl"
+    data.write_text(f"@prefix : <{EX}> .\n:a :p :b .\n")
+    first, again, store = tmp_path / "o1", tmp_path / "o2", tmp_path / "db"
+    assert main(["run", "--rules", "owl2rl-spelled", "--rdf", str(data), "-D", str(first),
+                 "--store", str(store), "--device", "cpu", "--quiet"]) == 0
+    assert main(["export", str(store), "-D", str(again), "--device", "cpu"]) == 0
+    assert (again / "triple.nt").read_bytes() == (first / "triple.nt").read_bytes()

@@ -236,6 +236,21 @@ class Relation:
         return tuple(t for _, t in self.attributes)
 
 
+@dataclass(frozen=True)
+class Equality:
+    """A relation declared ``equality`` (gpu_engine.equality): a congruence over the
+    columns ``domain`` names (relation -> attribute positions whose type is in the
+    equality's type family, the equality relation's own two included).  ``reflexive``:
+    reflexive facts ``same(c, c)`` for every constant ``c`` in a domain column (the
+    declared semantics; a recognised hand-written axiomatisation without a reflexivity
+    rule keeps ``False``)."""
+
+    relation: str
+    domain: dict[str, tuple[int, ...]]
+    loc: Location = field(default_factory=Location, compare=False)
+    reflexive: bool = True
+
+
 @dataclass
 class Program:
     """Relations, rules and the facts written in the program text.
@@ -251,6 +266,7 @@ class Program:
     # (see gpu_engine.subsumption)
     subsumptions: list[Rule] = field(default_factory=list)
     aggregates: dict[str, Aggregate] = field(default_factory=dict)  # hidden relation -> def
+    equality: Equality | None = None  # a relation declared ``equality`` (rewriting)
 
 
 class SymbolTable(Protocol):

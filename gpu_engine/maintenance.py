@@ -58,6 +58,13 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     relation) to a materialised engine with ``algorithm``; returns what it did."""
     t0 = time.perf_counter()
     alg = algorithm or default_algorithm(engine)
+    eq = getattr(engine, "equality", None)
+    if eq is not None:  # equality by rewriting: Remat≈ (gpu_engine.equality)
+        if algorithm not in (None, "remat"):
+            raise ValueError(f"the {alg} algorithm cannot maintain a program with the equality "
+                             f"relation '{eq.relation}' (counters mean nothing after a "
+                             "merge): use remat (Remat≈)")
+        alg = "remat"
     if getattr(engine, "order_dependent", None) and alg != "remat":
         if algorithm is not None:  # order-dependent results: only rematerialisation
             raise ValueError(f"the {alg} algorithm cannot maintain a program with "
@@ -133,6 +140,10 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) 
             engine.counting = _LEAVES[alg]
             m = engine.materialise()
             stats.derivations = m.derivations
+            if eq is not None:
+                stats.algorithm = "remat≈"
+                stats.note = ("Remat≈: rematerialised by rewriting (incremental maintenance "
+                              "with equality is not implemented)")
         else:
             _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
     except BaseException:

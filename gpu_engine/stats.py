@@ -52,9 +52,11 @@ class MaterialisationStats:
     # join chunks, and where and why the rest of the run moved to the CPU ("" if it did not)
     oom_retries: int = 0
     fallback: str = ""
+    # equality by rewriting (gpu_engine.equality): classes, merge rounds, expanded facts
+    equality: dict | None = None
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "device": self.device,
             "seconds": self.seconds,
             "facts": self.facts,
@@ -64,6 +66,9 @@ class MaterialisationStats:
             "fallback": self.fallback,
             "strata": [s.to_dict() for s in self.strata],
         }
+        if self.equality is not None:
+            out["equality"] = self.equality
+        return out
 
 
 @dataclass

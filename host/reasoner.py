@@ -67,8 +67,14 @@ class Reasoner:
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.symbols.word_size = word_size  # the engine and the IO read values in it
-        self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
-                             progress=progress, modules=modules)
+        engine_class = Engine
+        if self.program.equality is not None:  # equality by rewriting (Mat≈)
+            from gpu_engine.equality import EqualityEngine as engine_class  # type: ignore[assignment]
+        self.engine = engine_class(self.program, self.backend, self.symbols,
+                                   counting=counting, progress=progress, modules=modules)
+        # with an equality relation: answers are expanded (each rewritten row stands for
+        # the product of its classes); False gives the rewritten rows (see host/equality.py)
+        self.expand = True
         self.stats: MaterialisationStats | None = None
         self.load_seconds = 0.0
         for name, rows in self.program.facts.items():
@@ -312,13 +318,29 @@ class Reasoner:
 
     # --- results out ------------------------------------------------------------------
 
-    def relation(self, name: str) -> pa.Table:
-        """The relation's facts as a pyarrow Table (symbols decoded), sorted."""
+    def relation(self, name: str, expand: bool | None = None) -> pa.Table:
+        """The relation's facts as a pyarrow Table (symbols decoded), sorted.  With an
+        equality relation, ``expand`` (default :attr:`expand`) chooses the expansion or
+        the rewritten rows (see :meth:`equivalence_classes`)."""
         rel = self._relation(name)
         self._ensure()
         if rel.arity == 0:
             return pa.table({"holds": pa.array([True] * self.engine.size(name))})
-        return decode_table(self.engine.columns(name), rel, self.symbols)
+        return decode_table(self._columns(name, expand), rel, self.symbols)
+
+    def equivalence_classes(self) -> pa.Table:
+        """The classes of the equality relation with two or more members: columns
+        ``representative`` and ``member`` (decoded), sorted; empty without equality."""
+        from .equality import classes_table
+
+        self._ensure()
+        return classes_table(self)
+
+    def _columns(self, name: str, expand: bool | None = None) -> tuple[np.ndarray, ...]:
+        expand = self.expand if expand is None else expand
+        if expand and self.program.equality is not None:
+            return self.engine.expanded_columns(name)  # type: ignore[attr-defined]
+        return self.engine.columns(name)
 
     def explain(self, fact: str) -> Proof | None:
         """Why ``fact`` (e.g. ``'path(1, 5)'``) holds: a proof tree of minimal height down to
@@ -328,9 +350,14 @@ class Reasoner:
 
         return explain(self, fact)
 
-    def relation_sizes(self) -> dict[str, int]:
-        """Number of facts per relation."""
+    def relation_sizes(self, expand: bool | None = None) -> dict[str, int]:
+        """Number of facts per relation (with an equality relation: of the expansion
+        unless ``expand`` or :attr:`expand` is False; counted without expanding)."""
         self._ensure()
+        expand = self.expand if expand is None else expand
+        if expand and self.program.equality is not None:
+            return {name: self.engine.expanded_size(name)  # type: ignore[attr-defined]
+                    for name in self.program.relations}
         return {name: self.engine.size(name) for name in self.program.relations}
 
     def render(self, name: str, delimiter: str = "\t", options: IOOptions | None = None) -> str:
@@ -338,7 +365,7 @@ class Reasoner:
         ``options``: a directive's delimiter and quoting)."""
         rel = self._relation(name)
         self._ensure()
-        return render_rows(self.engine.columns(name), rel, self.symbols, delimiter,
+        return render_rows(self._columns(name), rel, self.symbols, delimiter,
                            n_rows=self.engine.size(name), options=options)
 
     def query(self, text: str, *, limit: int | None = None) -> pa.Table:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from itertools import product
 
 from gpu_engine.host.lang.dl_aggregate import AggregateLowering
+from gpu_engine.host.lang.dl_equality import lower_equality
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
@@ -45,6 +46,7 @@ _NEGATED_CMP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"
                 "!contains": "contains"}
 _REPRESENTATIONS = ("eqrel", "brie", "btree", "btree_delete")
 _IO_QUALIFIERS = ("input", "output", "printsize")
+_OTHER_QUALIFIERS = ("overridable", "equality")  # equality: host.lang.dl_equality
 
 
 def expand_body(
@@ -115,6 +117,7 @@ class Lowering:
                     self.magic.append((stmt.pragma[1], stmt.loc))
                 else:
                     self.notes.append(f"{stmt.loc}: {stmt.text}")
+        lower_equality(self.statements, self.program)
         if self.magic:
             self._magic_transform()
         return ParsedProgram(self.program, self.directives, self.notes, self.demand_only)
@@ -132,6 +135,10 @@ class Lowering:
                 if p not in self.program.relations:
                     raise ProgramError(f"magic-transform names an undeclared relation '{p}'", loc)
             names |= parts
+        if self.program.equality is not None:  # rewriting needs every fact: in full
+            self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program has "
+                              "an equality relation)")
+            return
         if self.program.aggregates:  # not combined with aggregates: evaluate in full
             self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program has "
                               "aggregates)")
@@ -181,7 +188,7 @@ class Lowering:
                     notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
             elif q.name in _IO_QUALIFIERS:
                 directives.extend(Directive(q.name, n.name, {}, q.loc) for n in stmt.names)  # type: ignore[arg-type]
-            elif q.name != "overridable":  # overridable: used by host.lang.dl_components
+            elif q.name not in _OTHER_QUALIFIERS:  # overridable: host.lang.dl_components
                 notes.append(f"{q.loc}: ignored the '{q.name}' qualifier of {names}")
         relations = self.program.relations
         for n in stmt.names:

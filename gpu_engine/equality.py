@@ -1,0 +1,485 @@
+"""Equality by rewriting: materialisation with representatives (Mat≈, paper 001 §2).
+
+A relation declared ``equality`` (:class:`gpu_engine.ir.Equality`) is a congruence over
+the *domain* columns: reflexive, symmetric, transitive, and replacing equal constants in
+every domain column of every relation.  Instead of deriving every consequence of the
+replacement axioms (a class of n equal constants costs n³ derivations when they are
+spelled out as rules) the engine keeps
+
+* ρ, one int64 array over the dictionary ids: ``ρ[c]`` is the representative of ``c``'s
+  class, the smallest id of the class (so results are deterministic);
+* relations in normal form: every domain column holds representatives only, and the
+  equality relation holds only reflexive rows ``(r, r)``.
+
+The answers are the expansion: a rewritten row ``(c1..ck)`` stands for the product of the
+classes of its domain columns (:meth:`EqualityEngine.expanded_columns`, by repeat/cumsum
+through :func:`kernels.join.expand`; :meth:`EqualityEngine.expanded_size` counts it
+without materialising it).
+
+Evaluation (the paper's saturate, lines 36–59, and the AAAI'15 algorithm, run as bulk
+rounds).  Stratification adds the replacement axioms' dependencies: every relation with a
+domain column depends on the equality relation, so the equality relation and everything
+its derivation depends on that has a domain column form one stratum (the *equality
+stratum*).  Strata below it hold no domain column (rewriting never touches them); strata
+above it run as usual, on rewritten relations and with rule constants normalised by the
+final ρ.  In the equality stratum every seminaive round is followed by a merge step:
+
+1. the new non-reflexive equality rows (explicit or derived) are edges between
+   representatives; :func:`kernels.components.connected_components` labels each with the
+   smallest id of its component, and ``ρ := label[ρ]`` (one gather over the dictionary);
+2. every relation with a domain column is split into the rows none of whose domain values
+   changed and the rest, which are gathered through ρ and sorted/deduplicated (the
+   paper's P̂: outdated facts are replaced by their rewriting, Algorithm 6 lines 53–54);
+3. the seminaive state is kept exact: ``prev`` = I \\ Δ without the outdated rows, and Δ =
+   the rewritten rows not in ``prev`` plus the unprocessed Δ.  An instance made possible
+   by a merge uses at least one rewritten fact, which is in Δ, so it is considered in
+   the next round, and an instance over unchanged facts only was considered before;
+4. rules whose *body* constants changed are replaced by their normalised version and
+   evaluated once in full over ``prev`` (Algorithm 6 lines 55–58); the rounds' variants
+   cover the instances that use Δ, so no instance is considered twice (Theorem 1.2).
+
+Derivations are counted as in the paper (rule instances over rewritten facts); the
+statistics report them, the classes and the merge rounds.
+
+Reflexivity: ``same(c, c)`` for every constant ``c`` of a domain column.  When no rule
+reads the equality relation these facts influence nothing, so they are added once at the
+end (one unique over the domain columns); when a rule reads it, the reflexivity axioms
+are evaluated as rules ``same(x, x) :- R(.., x, ..)`` (as the spelled-out program does).
+
+What the paper does not cover is refused by the front end (``host/lang/dl_equality.py``):
+negation, comparisons other than ``=``, functors and aggregates over domain columns,
+choice and subsumption over them, and derivation counters (Counting, DRed^c).  Updates
+rematerialise (Remat≈).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gpu_engine.kernels.backend import INDEX, Backend
+from gpu_engine.kernels.components import connected_components
+from gpu_engine.kernels.join import expand
+
+from .engine import Engine, ProgressHook, _atoms, counter_level
+from .ir import Atom, Compare, Const, Equality, Program, ProgramError, Rule, SymbolTable, Var
+from .modules import plan_modules
+from .plan import Role, delta_variants
+from .rowset import RowSet
+from .runs import RunSet
+from .stats import MaterialisationStats, RuleStats, StratumStats
+from .stratify import Stratum, all_rules, stratify
+
+# --- rules ------------------------------------------------------------------------------
+
+
+def domain_vars(rule: Rule, domain: dict[str, tuple[int, ...]]) -> set[str]:
+    """Variables of ``rule`` that occur in a domain column (head or positive atoms)."""
+    out: set[str] = set()
+    for a in (rule.head, *[lit for lit in rule.body if isinstance(lit, Atom)]):
+        for p in domain.get(a.relation, ()):
+            if p < len(a.args) and isinstance(a.args[p], Var):
+                out.add(a.args[p].name)  # type: ignore[union-attr]
+    return out
+
+
+def map_constants(rule: Rule, domain: dict[str, tuple[int, ...]],
+                  fn: Any) -> tuple[Rule, bool, bool]:
+    """``rule`` with its domain constants (symbol constants in domain columns, or compared
+    by ``=`` with a domain variable) replaced by ``fn(constant)``; also whether a head or a
+    body constant changed."""
+    dvars = domain_vars(rule, domain)
+
+    def atom(a: Atom) -> tuple[Atom, bool]:
+        pos = set(domain.get(a.relation, ()))
+        args = list(a.args)
+        changed = False
+        for p, t in enumerate(args):
+            if p in pos and isinstance(t, Const) and t.type == "symbol":
+                v = fn(t.value)
+                if v != t.value:
+                    args[p] = Const(v, "symbol")
+                    changed = True
+        return (Atom(a.relation, tuple(args), a.loc), True) if changed else (a, False)
+
+    def side(t: Any, other: Any) -> tuple[Any, bool]:
+        if (isinstance(t, Const) and t.type == "symbol" and isinstance(other, Var)
+                and other.name in dvars):
+            v = fn(t.value)
+            if v != t.value:
+                return Const(v, "symbol"), True
+        return t, False
+
+    head, head_changed = atom(rule.head)
+    body: list[Any] = []
+    body_changed = False
+    for lit in rule.body:
+        if isinstance(lit, Atom):
+            new, ch = atom(lit)
+        elif isinstance(lit, Compare) and lit.op == "=":
+            left, c1 = side(lit.left, lit.right)
+            right, c2 = side(lit.right, lit.left)
+            ch = c1 or c2
+            new = Compare(lit.op, left, right, lit.type, lit.loc) if ch else lit
+        else:
+            new, ch = lit, False
+        body.append(new)
+        body_changed |= ch
+    if not (head_changed or body_changed):
+        return rule, False, False
+    return Rule(head, tuple(body), rule.loc), head_changed, body_changed
+
+
+def replacement_rules(eq: Equality) -> list[Rule]:
+    """One replacement dependency per relation with a domain column (for stratification
+    only: ``R(..) :- R(..), same(x, y)``)."""
+    out = []
+    for name, pos in eq.domain.items():
+        if name == eq.relation or not pos:
+            continue
+        args = tuple(Var(f"x{i}") for i in range(max(pos) + 1))
+        head = Atom(name, args, eq.loc)
+        out.append(Rule(head, (head, Atom(eq.relation, (Var("x0"), Var("y")), eq.loc)), eq.loc))
+    return out
+
+
+def reflexive_rules(eq: Equality, arity: dict[str, int]) -> list[Rule]:
+    """``same(x, x) :- R(.., x, ..)`` for every relation and domain position (axiom ≈4)."""
+    out = []
+    for name, pos in eq.domain.items():
+        for p in pos:
+            args = tuple(Var("x") if i == p else Var(f"_r{i}") for i in range(arity[name]))
+            out.append(Rule(Atom(eq.relation, (Var("x"), Var("x")), eq.loc),
+                            (Atom(name, args, eq.loc),), eq.loc))
+    return out
+
+
+def reads_equality(program: Program, rules: list[Rule]) -> bool:
+    """Whether a rule body reads the equality relation."""
+    eq = program.equality
+    assert eq is not None
+    return any(isinstance(lit, Atom) and lit.relation == eq.relation
+               for r in rules for lit in r.body)
+
+
+# --- the engine -------------------------------------------------------------------------
+
+
+class EqualityEngine(Engine):
+    """An :class:`Engine` for a program with an equality relation: Mat≈ (module docstring).
+
+    ``rho()`` is ρ over the dictionary; relations hold rewritten rows
+    (:meth:`columns`), :meth:`expanded_columns` their expansion."""
+
+    def __init__(self, program: Program, be: Backend, symbols: SymbolTable,
+                 counting: bool | int = False, progress: ProgressHook | None = None,
+                 modules: str = "auto") -> None:
+        eq = program.equality
+        if eq is None:
+            raise ValueError("EqualityEngine needs a program with an equality relation")
+        if counter_level(counting):
+            raise ProgramError(
+                f"derivation counters (Counting, DRed^c, a store's counters) are not kept with "
+                f"the equality relation '{eq.relation}': merged facts share derivations "
+                "(paper 001 covers Remat≈ and B/F≈); updates rematerialise", eq.loc)
+        super().__init__(program, be, symbols, counting=False, progress=progress,
+                         modules=modules)
+        self.equality = eq
+        arity = {n: r.arity for n, r in program.relations.items()}
+        base = all_rules(program)
+        # the relation's own reflexivity keeps the equality stratum non-empty
+        extra = reflexive_rules(Equality(eq.relation, {eq.relation: (0,)}, eq.loc), arity)
+        self.reflexive_as_rules = eq.reflexive and reads_equality(program, base)
+        if self.reflexive_as_rules:
+            extra = reflexive_rules(eq, arity)
+        self.rules = base + extra
+        fake = replacement_rules(eq)
+        if self.reflexive_as_rules:
+            fake = fake + reflexive_rules(eq, arity)  # dependencies only (already in extra)
+        fake_ids = {id(r) for r in fake}
+        strata = stratify(program, self.rules + fake)
+        for s in strata:
+            for lst in (s.rules, s.recursive_rules, s.nonrecursive_rules):
+                lst[:] = [r for r in lst if id(r) not in fake_ids]
+        self.strata = strata
+        self.eq_stratum = next(s.index for s in strata if eq.relation in s.relations)
+        self._original = {s.index: (list(s.rules), list(s.recursive_rules),
+                                    list(s.nonrecursive_rules)) for s in strata}
+        self.__dict__.pop("_small_plans", None)
+        self.set_modules(modules)
+        self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
+        self._rho: Any = be.xp.zeros(0, dtype=INDEX)
+        self.eq_stats: dict[str, int] = {}
+
+    # --- ρ ----------------------------------------------------------------------------
+
+    def rho(self) -> Any:
+        """ρ over the whole dictionary (identity beyond the ids merged so far)."""
+        n = max(len(self.symbols), len(self._rho))  # type: ignore[arg-type]
+        if len(self._rho) < n:
+            xp = self.be.xp
+            self._rho = xp.concatenate([self._rho, xp.arange(len(self._rho), n, dtype=INDEX)])
+        return self._rho
+
+    def set_rho(self, rho: Any) -> None:
+        """Install a saved ρ (a store's)."""
+        self._rho = self.be.asarray(rho).astype(INDEX, copy=False)
+
+    def _normal_constant(self, value: Any) -> Any:
+        cid = self.symbols.encode(str(value))
+        rho = self.rho()
+        rep = int(self.be.to_host(rho[cid:cid + 1])[0])
+        if rep == cid:
+            return value
+        return self.symbols.decode_many(np.array([rep], dtype=np.int64))[0]
+
+    def _normalise(self, rule: Rule) -> tuple[Rule, bool]:
+        new, _, body = map_constants(rule, self.equality.domain, self._normal_constant)
+        return new, body
+
+    # --- materialisation ----------------------------------------------------------------
+
+    def _materialise(self) -> MaterialisationStats:
+        self._rho = self.be.xp.zeros(0, dtype=INDEX)
+        self.eq_stats = {"merge_rounds": 0, "merged_constants": 0}
+        for s in self.strata:  # rules in their written form (constants of the last run)
+            rules, rec, nonrec = self._original[s.index]
+            s.rules[:], s.recursive_rules[:], s.nonrecursive_rules[:] = rules, rec, nonrec
+        stats = super()._materialise()
+        if not self.reflexive_as_rules and self.equality.reflexive:
+            self._reflexive_closure()
+        eq = self.equality.relation
+        stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
+        rho = self.rho()
+        sizes = self.be.xp.bincount(rho, minlength=len(rho))
+        big = sizes[sizes > 1]
+        stats.equality = {
+            "relation": eq,
+            "classes": int(len(big)),
+            "largest_class": int(big.max()) if len(big) else 1,
+            "merged_constants": int(big.sum() - len(big)) if len(big) else 0,
+            "merge_rounds": self.eq_stats["merge_rounds"],
+            "expanded_facts": sum(self.expanded_size(n) for n in self.program.relations
+                                  if not n.startswith("@")),
+        }
+        return stats
+
+    def _evaluate_stratum(self, s: Stratum) -> StratumStats:
+        if s.index == self.eq_stratum:
+            return self._evaluate_equality_stratum(s)
+        if s.index > self.eq_stratum:
+            self._normalise_stratum(s)
+        return super()._evaluate_stratum(s)
+
+    def _normalise_stratum(self, s: Stratum) -> None:
+        """Normalise the constants of a stratum above the equality stratum by the final ρ
+        (its plans are rebuilt when a rule changed)."""
+        new = {id(r): self._normalise(r)[0] for r in s.rules}
+        if any(new[id(r)] is not r for r in s.rules):
+            for lst in (s.rules, s.recursive_rules, s.nonrecursive_rules):
+                lst[:] = [new[id(r)] for r in lst]
+            self.__dict__.get("_small_plans", {}).pop(s.index, None)
+            if s.index in self.module_plans:
+                plan = plan_modules(s)
+                if plan is None:
+                    self.module_plans.pop(s.index)
+                else:
+                    self.module_plans[s.index] = plan
+
+    def _evaluate_equality_stratum(self, s: Stratum) -> StratumStats:
+        """Seminaive rounds with a merge step after each (module docstring)."""
+        t0 = time.perf_counter()
+        st = StratumStats(index=s.index, relations=list(s.relations), recursive=s.recursive)
+        rstats = {id(r): RuleStats(str(r), r.loc, module="seminaive≈") for r in s.rules}
+        for r in s.nonrecursive_rules:
+            rstats[id(r)].module = "nonrecursive"
+        before = {r: len(self.store[r]) for r in s.relations}
+        rels = set(s.relations)
+        outputs: dict[str, list[Any]] = {r: [] for r in s.relations}
+        for rule in s.nonrecursive_rules:
+            self._fire(rule, [self.store[a.relation] for a in _atoms(rule)], outputs, rstats)
+        for r in s.relations:
+            self._absorb(r, outputs[r], recursive=False)
+        st.iterations = 1
+        rules = list(s.recursive_rules)
+        original = list(rules)
+        delta = {r: self.store[r] for r in s.relations}
+        prev = {r: RunSet.empty(self.be, self.store[r].arity) for r in s.relations}
+        full: set[int] = set()
+        prev, delta, rules, full = self._merge(s, prev, delta, original, rules, rstats)
+        while any(len(delta[r]) for r in s.relations) or full:
+            st.iterations += 1
+            if self.progress:
+                self.progress("iteration", st.iterations, s.index)
+            outputs = {r: [] for r in s.relations}
+            versions = {Role.DELTA: delta, Role.OLD: prev, Role.NEW: self.store}
+            changed = {r for r in s.relations if len(delta[r])}
+            for rule in rules:
+                atoms = _atoms(rule)
+                if id(rule) in full:  # constants changed: every instance over prev, once
+                    self._fire(rule, [prev[a.relation] if a.relation in rels
+                                      else self.store[a.relation] for a in atoms],
+                               outputs, rstats)
+                for p, roles in delta_variants(atoms, changed.__contains__):
+                    sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
+                    self._fire(rule, sources, outputs, rstats, delta[atoms[p].relation])
+            prev = {r: self.store[r] for r in s.relations}
+            delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
+                     for r in s.relations}
+            prev, delta, rules, full = self._merge(s, prev, delta, original, rules, rstats)
+        s.recursive_rules[:] = rules
+        return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _merge(self, s: Stratum, prev: dict[str, RunSet], delta: dict[str, RunSet],
+               original: list[Rule], rules: list[Rule], rstats: dict[int, RuleStats]
+               ) -> tuple[dict[str, RunSet], dict[str, RunSet], list[Rule], set[int]]:
+        """Merge the classes of Δ's non-reflexive equalities and rewrite (steps 1–4)."""
+        xp = self.be.xp
+        eq = self.equality.relation
+        d = delta[eq].compact()
+        if len(d) == 0:
+            return prev, delta, rules, set()
+        a, b = d.cols
+        off = a != b
+        if not bool(off.any()):
+            return prev, delta, rules, set()
+        rho = self.rho()
+        a, b = rho[a[off]], rho[b[off]]
+        verts = xp.unique(xp.concatenate([a, b]))
+        ia, ib = xp.searchsorted(verts, a), xp.searchsorted(verts, b)
+        label = connected_components(self.be, ia, ib, len(verts))  # smallest local index
+        relabel = xp.arange(len(rho), dtype=INDEX)
+        relabel[verts] = verts[label]
+        moved = relabel != xp.arange(len(rho), dtype=INDEX)
+        self._rho = relabel[rho]
+        self.eq_stats["merge_rounds"] += 1
+        rels = set(s.relations)
+        for name, pos in self.equality.domain.items():
+            if not pos:
+                continue
+            if name in rels:
+                p, dl = prev[name], delta[name]
+            else:  # a relation of a higher stratum: explicit facts so far
+                p, dl = self.store[name], RunSet.empty(self.be, self.store[name].arity)
+            k, out_p = self._split(p, pos, moved)
+            dk, out_d = self._split(dl, pos, moved)
+            if not out_p and not out_d:
+                continue
+            cols = [xp.concatenate(c) for c in zip(*(out_p + out_d + [dk.compact().cols]))]
+            cand = RowSet.from_columns(self.be, tuple(cols), p.arity)
+            new = k.new_rows(cand)
+            self.store[name] = k.append(new)
+            if name in rels:
+                prev[name], delta[name] = k, RunSet.of(new)
+        # rules whose constants changed: normalised; body changes evaluated in full once
+        full: set[int] = set()
+        out = []
+        for orig, cur in zip(original, rules):
+            new, body = self._normalise(orig)
+            if new != cur:
+                rstats[id(new)] = rstats[id(orig)]
+                if body and new.body != cur.body:
+                    full.add(id(new))
+                out.append(new)
+            else:
+                out.append(cur)
+        return prev, delta, out, full
+
+    def _split(self, rows: RunSet, pos: tuple[int, ...], moved: Any
+               ) -> tuple[RunSet, list[tuple[Any, ...]]]:
+        """(the rows none of whose domain values moved, the others' columns through ρ)."""
+        if rows.dead:
+            rows = rows.compacted()
+        if rows.arity == 0 or len(rows) == 0:
+            return rows, []
+        rho = self._rho
+        keep, out = [], []
+        for run in rows.runs:
+            cols = run.cols
+            mask = moved[cols[pos[0]]]
+            for p in pos[1:]:
+                mask = mask | moved[cols[p]]
+            if not bool(mask.any()):
+                keep.append(run)
+                continue
+            kept = run.select(~mask)
+            if len(kept):
+                keep.append(kept)
+            out.append(tuple(rho[c[mask]] if i in pos else c[mask] for i, c in enumerate(cols)))
+        if not out:
+            return rows, []
+        k = RunSet(self.be, rows.arity, tuple(keep))
+        return (k.compacted() if len(keep) > 6 else k), out
+
+    def _reflexive_closure(self) -> None:
+        """``same(c, c)`` for every constant of a domain column (all are representatives)."""
+        xp = self.be.xp
+        vals = []
+        for name, pos in self.equality.domain.items():
+            if not len(self.store[name]) or not pos:
+                continue
+            rows = self.store[name].compact()
+            vals.extend(rows.cols[p] for p in pos)
+        if not vals:
+            return
+        c = xp.unique(xp.concatenate(vals))
+        eq = self.equality.relation
+        d = RowSet.from_columns(self.be, (c, c), 2)
+        self.store[eq] = self.store[eq].append(self.store[eq].new_rows(d)).compacted()
+
+    # --- answers ------------------------------------------------------------------------
+
+    def class_index(self) -> tuple[Any, Any, Any]:
+        """(members sorted by representative, offset of each id's class, size of each id's
+        class), the last two indexed by representative id."""
+        xp = self.be.xp
+        rho = self.rho()
+        order = xp.argsort(rho, kind="stable") if not self.be.is_gpu else xp.argsort(rho)
+        members = order.astype(INDEX)
+        sizes = xp.bincount(rho, minlength=len(rho)).astype(INDEX)
+        offsets = xp.cumsum(sizes) - sizes
+        return members, offsets, sizes
+
+    def expanded_size(self, name: str) -> int:
+        """The number of facts of ``name``'s expansion (Σ over rows of Π class sizes)."""
+        pos = self.equality.domain.get(name, ())
+        if not pos or not len(self.store[name]):
+            return len(self.store[name])
+        _, _, sizes = self.class_index()
+        cols = self.store[name].compact().cols
+        prod = self.be.xp.ones(len(cols[0]), dtype=INDEX)
+        for p in pos:
+            prod = prod * sizes[cols[p]]
+        return int(prod.sum())
+
+    def expanded_columns(self, name: str) -> tuple[np.ndarray, ...]:
+        """The expansion of ``name`` as sorted host int64 columns: each rewritten row
+        stands for the product of the classes of its domain values."""
+        pos = self.equality.domain.get(name, ())
+        if not pos:
+            return self.columns(name)
+        rows = self.store[name].compact()
+        if len(rows) == 0:
+            return self.columns(name)
+        members, offsets, sizes = self.class_index()
+        cols = list(rows.cols)
+        for p in pos:
+            v = cols[p]
+            idx, at = expand(self.be, offsets[v], sizes[v])
+            cols = [c[idx] for c in cols]
+            cols[p] = members[at]
+        out = RowSet.from_columns(self.be, tuple(cols), rows.arity)
+        return tuple(self.be.to_host(c) for c in out.cols)
+
+    def classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(representative, member) host columns for every class of two or more members,
+        sorted."""
+        xp = self.be.xp
+        rho = self.rho()
+        ids = xp.arange(len(rho), dtype=INDEX)
+        sizes = xp.bincount(rho, minlength=len(rho))
+        keep = sizes[rho] > 1
+        rs = RowSet.from_columns(self.be, (rho[keep], ids[keep]), 2)
+        return tuple(self.be.to_host(c) for c in rs.cols)  # type: ignore[return-value]

@@ -1,0 +1,194 @@
+"""The ``equality`` qualifier: ``.decl same(x: T, y: T) equality`` (gpu_engine.equality).
+
+The relation is a congruence over the *domain*: every column whose declared type is in
+``T``'s family.  The family of a base type (``symbol``) is every symbol column; the family
+of a user type ``T`` is ``T`` and the types declared from it (subtypes ``.type U <: T``,
+aliases, unions all of whose members are in the family).
+
+What the rewriting algorithms (paper 001) do not cover is refused here with the location
+of the rule, never answered wrongly:
+
+* negation of an atom of a relation with a domain column (replacement makes every such
+  relation depend on the equality relation);
+* comparisons over domain values other than ``=`` between variables and constants, and
+  functors with a domain value as argument or result (``!=``, ``<``, ``strlen``, ``cat``
+  do not respect the congruence);
+* aggregates whose body reads a relation with a domain column;
+* a variable that joins a domain column with a column of the same base type outside the
+  family (rewritten and written ids would be compared);
+* subsumption and ``choice-domain`` over domain relations, record and ADT fields in the
+  family, more than one equality relation, equality over non-symbol types.
+"""
+
+from __future__ import annotations
+
+from gpu_engine.host.lang.dl_syntax import DeclStmt, Statement, TypeStmt
+
+from gpu_engine import ir
+from gpu_engine.ir import Atom, Call, Compare, Const, Location, Negation, ProgramError, Var
+
+QUALIFIER = "equality"
+
+
+def equality_decls(statements: list[Statement]) -> list[tuple[DeclStmt, Location]]:
+    """Declarations carrying the ``equality`` qualifier, with the qualifier's location."""
+    out = []
+    for s in statements:
+        if isinstance(s, DeclStmt):
+            for q in s.qualifiers:
+                if getattr(q, "name", None) == QUALIFIER:
+                    out.append((s, q.loc))  # type: ignore[union-attr]
+    return out
+
+
+def _family(statements: list[Statement], root: str) -> set[str]:
+    """Type names in ``root``'s family (see the module docstring)."""
+    decls = {s.name.name: s for s in statements if isinstance(s, TypeStmt)}
+    fam = {root}
+    if root in ir.COLUMN_TYPES:
+        # every type whose base is the root: resolved through the declarations
+        def base(t: str, seen: tuple[str, ...] = ()) -> str:
+            if t in ir.COLUMN_TYPES or t not in decls or t in seen:
+                return t
+            d = decls[t]
+            if d.kind in ("record", "adt") or not d.members:
+                return t
+            return base(d.members[0].name, (*seen, t))
+
+        return fam | {t for t in decls if base(t) == root}
+    changed = True
+    while changed:
+        changed = False
+        for name, d in decls.items():
+            if name in fam or d.kind not in ("subtype", "union") or not d.members:
+                continue
+            inside = [m.name in fam for m in d.members]
+            if all(inside):
+                fam.add(name)
+                changed = True
+            elif any(inside):
+                raise ProgramError(
+                    f"union type '{name}' mixes members of the equality's type family "
+                    f"('{root}') with others; rewriting cannot tell its values apart",
+                    d.name.loc)
+    return fam
+
+
+def lower_equality(statements: list[Statement], program: ir.Program) -> None:
+    """Set ``program.equality`` from the ``equality`` declaration and check the program
+    (module docstring).  Does nothing when no relation is declared ``equality``."""
+    found = equality_decls(statements)
+    if not found:
+        return
+    if len(found) > 1 or len(found[0][0].names) > 1:
+        loc = found[1][1] if len(found) > 1 else found[0][1]
+        raise ProgramError("only one relation may be declared 'equality'", loc)
+    stmt, loc = found[0]
+    name = stmt.names[0].name
+    rel = program.relations[name]
+    if rel.arity != 2:
+        raise ProgramError(f"equality relation '{name}' must be binary, but it has arity "
+                           f"{rel.arity}", loc)
+    (_, t1), (_, t2) = stmt.attributes
+    if t1.name != t2.name:
+        raise ProgramError(f"equality relation '{name}' needs two attributes of the same type, "
+                           f"not {t1.name} and {t2.name}", loc)
+    if rel.types[0] != "symbol" or rel.formats:
+        raise ProgramError(f"equality relation '{name}': only symbol types can be merged "
+                           f"(its type '{t1.name}' is {rel.types[0]})", loc)
+    if rel.representation == "eqrel" or rel.choice:
+        raise ProgramError(f"equality relation '{name}' cannot also be eqrel or "
+                           "choice-domain", loc)
+    fam = _family(statements, t1.name)
+    for s in statements:
+        if isinstance(s, TypeStmt) and s.kind in ("record", "adt"):
+            pairs = [*s.fields, *(f for _, fs in s.branches for f in fs)]
+            for fname, ftype in pairs:
+                if ftype.name in fam:
+                    raise ProgramError(
+                        f"record field '{fname.name}' has type '{ftype.name}', which the "
+                        f"equality relation '{name}' merges: not supported", fname.loc)
+    domain: dict[str, tuple[int, ...]] = {}
+    for s in statements:
+        if isinstance(s, DeclStmt):
+            pos = tuple(i for i, (_, t) in enumerate(s.attributes) if t.name in fam)
+            for n in s.names:
+                if n.name in program.relations:
+                    domain[n.name] = pos
+    for n, pos in domain.items():
+        if pos and program.relations[n].choice:
+            raise ProgramError(f"choice-domain relation '{n}' has columns that the equality "
+                               f"relation '{name}' merges: not supported",
+                               program.relations[n].loc)
+    domain = {n: p for n, p in domain.items() if p}
+    eq = ir.Equality(name, domain, loc)
+    for rule in program.rules:
+        check_rule(rule, eq, program)
+    for rule in program.subsumptions:
+        if any(isinstance(lit, Atom) and lit.relation in domain for lit in rule.body):
+            raise ProgramError(f"subsumption over '{rule.head.relation}', whose columns the "
+                               f"equality relation '{name}' merges, is not supported", rule.loc)
+    for agg in program.aggregates.values():
+        for r in agg.rules:
+            for lit in r.body:
+                a = lit.atom if isinstance(lit, Negation) else lit
+                if isinstance(a, Atom) and a.relation in domain:
+                    raise ProgramError(
+                        f"aggregate '{agg.op}' over '{a.relation}', whose columns the equality "
+                        f"relation '{name}' merges: not supported (paper 001 does not cover "
+                        "aggregates under rewriting)", agg.loc)
+    program.equality = eq
+
+
+def _mentions(t: object, names: set[str]) -> bool:
+    if isinstance(t, Var):
+        return t.name in names
+    if isinstance(t, Call):
+        return any(_mentions(a, names) for a in t.args)
+    return False
+
+
+def check_rule(rule: ir.Rule, eq: ir.Equality, program: ir.Program) -> None:
+    """Refuse what rewriting does not cover in ``rule`` (module docstring)."""
+    domain = eq.domain
+    where = f"in rule {rule}"
+    inside: set[str] = set()
+    outside: set[str] = set()
+    atoms = [rule.head, *[lit for lit in rule.body if isinstance(lit, Atom)]]
+    for a in atoms:
+        pos = domain.get(a.relation, ())
+        types = program.relations[a.relation].types
+        for i, t in enumerate(a.args):
+            if i in pos:
+                if isinstance(t, Call):
+                    raise ProgramError(
+                        f"a functor in column {i + 1} of '{a.relation}', which the equality "
+                        f"relation '{eq.relation}' merges, is not supported {where}",
+                        a.loc if a.loc.line else rule.loc)
+                if isinstance(t, Var):
+                    inside.add(t.name)
+            elif isinstance(t, Var) and types[i] == "symbol":
+                outside.add(t.name)
+    both = inside & outside
+    if both:
+        v = sorted(both)[0]
+        raise ProgramError(
+            f"variable '{v}' joins a column that the equality relation '{eq.relation}' merges "
+            f"with a symbol column it does not merge: not supported {where}", rule.loc)
+    for lit in rule.body:
+        if isinstance(lit, Negation) and lit.atom.relation in domain:
+            raise ProgramError(
+                f"negation of '{lit.atom.relation}', whose columns the equality relation "
+                f"'{eq.relation}' merges, is not supported (paper 001 covers positive "
+                f"programs) {where}", lit.loc if lit.loc.line else rule.loc)
+        if isinstance(lit, Compare) and (_mentions(lit.left, inside)
+                                          or _mentions(lit.right, inside)):
+            simple = all(isinstance(s, Const) and s.type == "symbol"
+                         or isinstance(s, Var) and s.name not in outside
+                         for s in (lit.left, lit.right))
+            if lit.op != "=" or not simple:
+                raise ProgramError(
+                    f"the comparison or functor over values that the equality relation "
+                    f"'{eq.relation}' merges is not supported {where} (only '=' between "
+                    "variables and constants respects the congruence)",
+                    lit.loc if lit.loc.line else rule.loc)

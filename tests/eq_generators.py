@@ -1,0 +1,174 @@
+"""Generated programs with an ``equality`` relation, and their spelled-out twins.
+
+:func:`equality_program` draws, from one seed, a small program over two symbol types
+(``D``, merged by ``.decl same(x: D, y: D) equality``; ``O``, not merged) and ``number``
+columns, with rules that derive equalities (functional and inverse-functional patterns,
+random joins), constants in rules and facts, and sometimes a rule that reads ``same``.
+It returns the program text for the engine and, for ``tests/reference.py``, the same
+program with equality spelled out as rules (all four axiom groups): reflexivity
+``same(x, x) :- R(.., x, ..)`` for every domain column, symmetry, transitivity and
+replacement ``R(.., y, ..) :- R(.., x, ..), same(x, y)`` for every domain column.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from generators import NUMBER, SYMBOL, Atom, Const, Program, Relation, Rule, Var, render_rule
+
+D_VALUES = ("a", "b", "c", "d", "e", "f", "g")
+O_VALUES = ("p", "q", "r")
+KINDS = ("D", "O", "number")
+
+
+@dataclass
+class EqCase:
+    seed: int
+    text: str  # the program with `.decl same(...) equality`
+    spelled: Program  # equality spelled out as rules (for tests/reference.py)
+    kinds: dict[str, tuple[str, ...]]  # relation -> column kinds (D, O, number)
+
+
+def _value(rng: random.Random, kind: str) -> object:
+    if kind == "D":
+        return rng.choice(D_VALUES)
+    if kind == "O":
+        return rng.choice(O_VALUES)
+    return rng.randrange(3)
+
+
+def _render(v: object) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def equality_program(seed: int) -> EqCase:
+    """One generated program (see the module docstring)."""
+    rng = random.Random(seed)
+    kinds: dict[str, tuple[str, ...]] = {"same": ("D", "D")}
+    for i in range(rng.randint(2, 4)):
+        arity = rng.randint(1, 3)
+        cols = tuple(rng.choice(("D", "D", "D", "O", "number")) for _ in range(arity))
+        if "D" not in cols:
+            cols = ("D",) + cols[1:]
+        kinds[f"r{i}"] = cols
+    facts: dict[str, set[tuple]] = {n: set() for n in kinds}
+    for name, cols in kinds.items():
+        if name == "same":
+            for _ in range(rng.randint(0, 2)):
+                facts[name].add((rng.choice(D_VALUES), rng.choice(D_VALUES)))
+            continue
+        for _ in range(rng.randint(2, 6)):
+            facts[name].add(tuple(_value(rng, k) for k in cols))
+    names = [n for n in kinds if n != "same"]
+    rules: list[Rule] = []
+    counter = [0]
+
+    def fresh() -> Var:
+        counter[0] += 1
+        return Var(f"v{counter[0]}")
+
+    def body_atom(name: str, scope: dict[str, list[Var]], const_p: float = 0.15) -> Atom:
+        args = []
+        for k in kinds[name]:
+            if rng.random() < const_p:
+                args.append(Const(_value(rng, k)))
+            elif scope[k] and rng.random() < 0.6:
+                args.append(rng.choice(scope[k]))
+            else:
+                v = fresh()
+                scope[k].append(v)
+                args.append(v)
+        return Atom(name, tuple(args))
+
+    def head_atom(name: str, scope: dict[str, list[Var]]) -> Atom | None:
+        args = []
+        for k in kinds[name]:
+            if scope[k] and rng.random() < 0.9:
+                args.append(rng.choice(scope[k]))
+            elif k == "D" or rng.random() < 0.5:
+                args.append(Const(_value(rng, k)))
+            else:
+                return None
+        return Atom(name, tuple(args))
+
+    # rules deriving equalities: functional / inverse-functional patterns
+    for _ in range(rng.randint(1, 2)):
+        name = rng.choice(names)
+        cols = kinds[name]
+        d_pos = [i for i, k in enumerate(cols) if k == "D"]
+        p = rng.choice(d_pos)
+        shared = [i for i in range(len(cols)) if i != p]
+        y1, y2 = Var("y1"), Var("y2")
+        a1, a2 = [], []
+        for i in range(len(cols)):
+            if i == p:
+                a1.append(y1)
+                a2.append(y2)
+            else:
+                v = Var(f"s{i}")
+                a1.append(v)
+                a2.append(v)
+        if not shared:  # unary: all members become equal (a big class)
+            if rng.random() < 0.5:
+                continue
+        body: tuple = (Atom(name, tuple(a1)), Atom(name, tuple(a2)))
+        if rng.random() < 0.3:  # guard by another relation
+            g = rng.choice(names)
+            scope = {"D": [y1], "O": [], "number": []}
+            body = body + (body_atom(g, scope),)
+        rules.append(Rule(Atom("same", (y1, y2)), body))
+    if rng.random() < 0.3:  # an equality with a constant
+        name = rng.choice(names)
+        p = kinds[name].index("D")
+        args = tuple(Var("x") if i == p else Var(f"w{i}") for i in range(len(kinds[name])))
+        rules.append(Rule(Atom("same", (Const(rng.choice(D_VALUES)), Var("x"))),
+                          (Atom(name, args),)))
+    # ordinary rules (joins, constants, recursion), sometimes reading `same`
+    for _ in range(rng.randint(2, 5)):
+        scope: dict[str, list[Var]] = {"D": [], "O": [], "number": []}
+        body_names = rng.sample(names + ["same"] * (rng.random() < 0.2),
+                                k=min(rng.randint(1, 2), len(names)))
+        body = tuple(body_atom(n, scope) for n in body_names)
+        head_name = rng.choice(names + ["same"] * (rng.random() < 0.3))
+        head = head_atom(head_name, scope)
+        if head is None:
+            continue
+        rules.append(Rule(head, body))
+    relations = tuple(Relation(n, tuple(NUMBER if k == "number" else SYMBOL for k in cols))
+                      for n, cols in kinds.items())
+    lines = [".type D <: symbol", ".type O <: symbol"]
+    for n, cols in kinds.items():
+        attrs = ", ".join(f"a{i}: {k}" for i, k in enumerate(cols))
+        lines.append(f".decl {n}({attrs}){' equality' if n == 'same' else ''}")
+        lines.append(f".output {n}")
+    for n, rows in facts.items():
+        for row in sorted(rows, key=str):
+            lines.append(f"{n}({', '.join(_render(v) for v in row)}).")
+    lines.extend(render_rule(r) for r in rules)
+    text = "\n".join(lines) + "\n"
+    spelled = Program(relations, tuple(rules) + tuple(axioms(kinds)),
+                      inline_facts={n: sorted(r, key=str) for n, r in facts.items() if r})
+    return EqCase(seed, text, spelled, kinds)
+
+
+def axioms(kinds: dict[str, tuple[str, ...]], eq: str = "same") -> list[Rule]:
+    """Equality spelled out as rules: reflexivity, symmetry, transitivity, replacement."""
+    x, y, z = Var("x"), Var("y"), Var("z")
+    out = [Rule(Atom(eq, (y, x)), (Atom(eq, (x, y)),)),
+           Rule(Atom(eq, (x, z)), (Atom(eq, (x, y)), Atom(eq, (y, z))))]
+    for name, cols in kinds.items():
+        for p, k in enumerate(cols):
+            if k != "D":
+                continue
+            args = tuple(Var(f"c{i}") for i in range(len(cols)))
+            out.append(Rule(Atom(eq, (args[p], args[p])), (Atom(name, args),)))
+            moved = tuple(Var("n") if i == p else a for i, a in enumerate(args))
+            out.append(Rule(Atom(name, moved), (Atom(name, args), Atom(eq, (args[p], Var("n"))))))
+    return out
+
+
+def spelled_text(case: EqCase) -> str:
+    """The spelled-out program as text (``same`` a plain relation), for the engine."""
+    return "\n".join([*case.text.replace(") equality", ")").splitlines(),
+                      *(render_rule(r) for r in axioms(case.kinds))]) + "\n"

@@ -30,6 +30,11 @@ FORMAT_HELP = ("default IO of .input/.output directives that name none: 'file' (
                "directory as Spark writes it)")
 
 
+NO_EXPAND_HELP = ("with an equality relation: write the rewritten rows (one per combination "
+                  "of classes) and the classes as <rel>.classes (representative, member) "
+                  "instead of the expansion")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpu-engine",
                                 description="GPU-accelerated columnar Datalog engine")
@@ -78,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--store", metavar="STORE_DIR",
                      help="also commit the program, dictionary, facts, materialisation and "
                           "derivation counters to this store (for export and update)")
+    run.add_argument("--rewrite-equality", action="store_true",
+                     help="a relation whose equality axioms the rules spell out "
+                          "(symmetry, transitivity, replacement) is rewritten with "
+                          "representatives instead (Mat≈)")
+    run.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)
     run.add_argument("--force", action="store_true",
                      help="with --store: replace an existing store (refused without it)")
     add_souffle_options(run)  # -I, -M, --no-preprocessor, -j, -w, --version; refused ones
@@ -87,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="directory for .output relations ('-' prints them)")
     exp.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     exp.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
+    exp.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)
     upd = sub.add_parser("update", help="insert and delete explicit facts of a store and "
                                         "maintain its materialisation incrementally")
     upd.add_argument("store", metavar="STORE_DIR")
@@ -104,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "('-' prints them)")
     upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     upd.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
+    upd.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)
     upd.add_argument("--stats", action="store_true", help="print the update statistics")
     upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     upd.add_argument("-p", "--profile", metavar="FILE",
@@ -205,7 +217,9 @@ def _run(args: argparse.Namespace) -> int:
     with progress:
         set_threads(args.jobs)
         r = Reasoner(program_source(args), device=args.device, progress=progress.hook,
-                     counting=bool(args.store), modules=args.modules, **kwargs)
+                     counting="auto" if args.store else False, modules=args.modules,
+                     **kwargs, **({"rewrite_equality": True} if args.rewrite_equality else {}))
+        r.expand = not args.no_expand
         for note in [] if args.no_warn else r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
@@ -315,6 +329,10 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file",
         else:
             path = Path(db) if Path(db).is_absolute() else Path(output) / db
             outputs.append((sq.tables[0][0], db, sq.build(path), None))
+    if r.program.equality is not None and not getattr(r, "expand", True):
+        from .equality import classes_output
+
+        outputs.append(classes_output(r, output))
     wanted = [d.relation for d in r.parsed.directives if d.kind == "printsize"]
     known = r.relation_sizes() if wanted else {}
     sizes = [(name, known[name]) for name in wanted]
@@ -437,6 +455,7 @@ def _export(args: argparse.Namespace) -> int:
     from .store import open_store
 
     r = open_store(args.store, device=args.device)
+    r.expand = not args.no_expand
     _write_outputs(_render_outputs(r, args.output, args.format), args.output)
     return 0
 
@@ -471,6 +490,7 @@ def _update(args: argparse.Namespace) -> int:
     with progress, store_lock(args.store):  # load-update-commit runs alone on the store
         progress.status("loading the store")
         r = open_store(args.store, device=args.device)
+        r.expand = not args.no_expand
         if args.modules and args.modules != r.engine.modules:
             r.engine.set_modules(args.modules)
         marks = {"load_store": time.perf_counter()}
@@ -600,6 +620,13 @@ def _print_stats(stats: Any, load_s: float, total_s: float) -> None:
                       "", f"{r.derivations:,}")
     console.print(t)
     _print_oom(console, stats)
+    eq = getattr(stats, "equality", None)
+    if eq:
+        console.print(
+            f"equality {eq['relation']} (rewriting): {eq['classes']:,} classes of two or more "
+            f"members (largest {eq['largest_class']:,}), {eq['merged_constants']:,} constants "
+            f"merged in {eq['merge_rounds']} merge rounds; {stats.facts:,} rewritten facts "
+            f"stand for {eq['expanded_facts']:,}")
 
 
 def _print_oom(console: Any, stats: Any) -> None:

@@ -50,9 +50,10 @@ class Reasoner:
         return super().__new__(cls)
 
     def __init__(self, program: str | Path | ProgramSource, device: str = "auto", *,
-                 counting: bool = False, progress: Any = None, symbols: SymbolTable | None = None,
+                 counting: bool | str = False, progress: Any = None,
+                 symbols: SymbolTable | None = None,
                  modules: str = "auto", backend: str = "local",
-                 word_size: int | None = None) -> None:
+                 word_size: int | None = None, rewrite_equality: bool = False) -> None:
         if word_size is None:  # a ProgramSource read for 64-bit words keeps them
             word_size = program.options.word_size if isinstance(program, ProgramSource) else 32
         if word_size not in WORD_SIZES:
@@ -61,12 +62,19 @@ class Reasoner:
         self.source_text, self.source_name = _source(program, word_size)
         self.parsed: ParsedProgram = parse_program(self.source_text, self.source_name,
                                                    word_size)
+        self.rewrite_equality = rewrite_equality
+        if rewrite_equality:  # equality spelled out as rules: rewriting instead
+            from .lang.dl_equality import rewrite_spelled_out
+
+            self.parsed.program = rewrite_spelled_out(self.parsed.program)
         self.program = self.parsed.program
         for d in self.parsed.directives:  # a misspelt parameter is an error, not ignored
             check_params(d)
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.symbols.word_size = word_size  # the engine and the IO read values in it
+        if counting == "auto":  # counters where the program allows them (a store's)
+            counting = self.program.equality is None
         engine_class = Engine
         if self.program.equality is not None:  # equality by rewriting (Mat≈)
             from gpu_engine.equality import EqualityEngine as engine_class  # type: ignore[assignment]

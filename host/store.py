@@ -12,6 +12,8 @@ On-disk layout of a store directory::
         symbols.arrow           the dictionary: one string column, symbol i has id i
         records.arrow           the record table (records, ADT values): one list column
                                 ``fields``, row i-1 the fields of record i (0 is nil)
+        rho.arrow               (programs with an equality relation) ρ: column ``rho``,
+                                the representative of every dictionary id (format 2)
         E/0000.arrow ...        explicit facts E of relation k (columns c0..c{n-1})
         I/0000.arrow ...        materialisation I of relation k, plus the derivation
                                 counters c_nr and c_r when the store has counters
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
     from .reasoner import Reasoner
 
 FORMAT = "gpu-engine-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: rho.arrow (equality by rewriting); version 1 stores still load
 _VERSION_RE = re.compile(r"^v(\d{8})$")
 _PARTIAL_RE = re.compile(r"^\.v\d{8}\.partial$")
 _HELD: dict[str, tuple[int, int]] = {}  # store path -> (lock fd, depth): reentrant lock
@@ -170,6 +172,9 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
                                           pa.table({"symbol": reasoner.symbols.values()}))}
         files["records.arrow"] = _write_table(
             tmp / "records.arrow", pa.table({"fields": reasoner.symbols.records.to_arrow()}))
+        if engine.program.equality is not None:  # ρ: representatives over the dictionary
+            files["rho.arrow"] = _write_table(tmp / "rho.arrow", pa.table(
+                {"rho": np.asarray(engine.be.to_host(engine.rho()), np.int64)}))
         counting = bool(engine.counters)
         relations = {}
         for k, (rel_name, rel) in enumerate(engine.program.relations.items()):
@@ -200,6 +205,8 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "relations": relations, "files": files,
             "extra": meta_extra,
         }
+        if getattr(reasoner, "rewrite_equality", False):
+            meta["rewrite_equality"] = True
         meta["meta_crc32"] = _meta_crc(meta)
         _write_file(tmp / "meta.json", json.dumps(meta, indent=1).encode())
         for sub in (tmp / "E", tmp / "I", tmp):
@@ -370,7 +377,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
     if word_size not in (32, 64):
         raise StoreError(f"{vdir / 'meta.json'}: word size {word_size!r} is not 32 or 64")
     r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
-                 modules=meta.get("modules", "off"), word_size=word_size)
+                 modules=meta.get("modules", "off"), word_size=word_size,
+                 rewrite_equality=bool(meta.get("rewrite_equality", False)))
     r.source_name = meta.get("source_name", r.source_name)
     rels = r.engine.program.relations
     if set(rels) != set(meta["relations"]):
@@ -389,6 +397,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         if counters is not None:
             counters[name] = (_column(i, "c_nr"), _column(i, "c_r"))
     r.engine.install_state(explicit, materialised, counters)
+    if "rho.arrow" in files and r.program.equality is not None:
+        r.engine.set_rho(_column(table("rho.arrow"), "rho"))
     # the engine state's scalar fields; stores older than modules kept every recursive
     # counter (as with modules off)
     defaults = {"modules": "off", "counted_with": "off"}

@@ -159,7 +159,7 @@ def test_meta_and_layout(case: tuple[Path, Path], tmp_path: Path) -> None:
     store = tmp_path / "store"
     save_store(r, store)
     meta = read_meta(store)
-    assert meta["format"] == "gpu-engine-store" and meta["format_version"] == 1
+    assert meta["format"] == "gpu-engine-store" and meta["format_version"] == 2
     assert meta["counters"] is True and meta["counting"] == r.engine.counting
     assert meta["symbols"] == len(r.symbols)
     assert set(meta["relations"]) == set(r.program.relations)

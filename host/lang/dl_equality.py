@@ -192,3 +192,138 @@ def check_rule(rule: ir.Rule, eq: ir.Equality, program: ir.Program) -> None:
                     f"'{eq.relation}' merges is not supported {where} (only '=' between "
                     "variables and constants respects the congruence)",
                     lit.loc if lit.loc.line else rule.loc)
+
+
+# --- equality spelled out by hand (reflexivity, symmetry, transitivity, replacement) -------
+
+
+def _vars(args: tuple) -> list[str] | None:
+    """Names of distinct variables, or None when an argument is anything else."""
+    if not all(isinstance(a, Var) for a in args):
+        return None
+    names = [a.name for a in args]
+    return names if len(set(names)) == len(names) else None
+
+
+def _axiom(rule: ir.Rule, eq: str) -> tuple[str, tuple[str, int] | None] | None:
+    """The congruence axiom ``rule`` spells out for relation ``eq``: ("sym"|"trans", None),
+    ("refl", (R, p)) or ("repl", (R, p)); None for any other rule."""
+    body = rule.body
+    h = rule.head
+    if not all(isinstance(lit, Atom) for lit in body):
+        return None
+    if h.relation == eq and len(h.args) == 2:
+        a, b = h.args
+        if len(body) == 1 and isinstance(a, Var) and a == b:  # E(x, x) :- R(.., x, ..)
+            atom = body[0]
+            hits = [i for i, t in enumerate(atom.args) if t == a]
+            others = [t for t in atom.args if t != a]
+            if len(hits) == 1 and all(isinstance(t, Var) for t in others) and \
+                    len({t.name for t in others}) == len(others):
+                return "refl", (atom.relation, hits[0])
+            return None
+        if len(body) == 1 and body[0].relation == eq and _vars(h.args) and \
+                tuple(body[0].args) == (b, a):
+            return "sym", None
+        if len(body) == 2 and all(x.relation == eq for x in body) and _vars(h.args):
+            for x, y in (body, body[::-1]):
+                if (x.args[0] == a and y.args[1] == b and x.args[1] == y.args[0]
+                        and isinstance(x.args[1], Var) and x.args[1] not in (a, b)):
+                    return "trans", None
+    if len(body) == 2:  # R(.., y, ..) :- R(.., x, ..), E(x, y)
+        for r, e in (body, body[::-1]):
+            if e.relation != eq or r.relation != h.relation or r.relation == eq:
+                continue
+            names = _vars(r.args)
+            hn = _vars(h.args)
+            if names is None or hn is None or _vars(e.args) is None:
+                continue
+            diff = [i for i, (s, t) in enumerate(zip(names, hn)) if s != t]
+            if len(diff) != 1:
+                continue
+            p = diff[0]
+            u, v = e.args[0].name, e.args[1].name  # type: ignore[union-attr]
+            if {u, v} == {names[p], hn[p]} and hn[p] not in names:
+                return "repl", (r.relation, p)
+    return None
+
+
+def spelled_out_equalities(program: ir.Program) -> list[tuple[str, list[ir.Rule], dict,
+                                                              set[tuple[str, int]]]]:
+    """Binary relations whose congruence axioms the program spells out by hand (symmetry,
+    transitivity and at least one replacement rule, as in the Claros_L/DBpedia_L rule
+    sets): (relation, the axiom rules, domain positions, reflexivity positions)."""
+    out = []
+    for name, rel in program.relations.items():
+        if rel.arity != 2 or rel.types[0] != rel.types[1] or rel.types[0] != "symbol":
+            continue
+        kinds: dict[str, list[ir.Rule]] = {"sym": [], "trans": [], "refl": [], "repl": []}
+        domain: dict[str, set[int]] = {}
+        refl: set[tuple[str, int]] = set()
+        for rule in program.rules:
+            found = _axiom(rule, name)
+            if found is None:
+                continue
+            kind, where = found
+            kinds[kind].append(rule)
+            if kind == "repl" and where is not None:
+                domain.setdefault(where[0], set()).add(where[1])
+            elif kind == "refl" and where is not None:
+                refl.add(where)
+        if kinds["sym"] and kinds["trans"] and kinds["repl"]:
+            rules = [r for k in kinds.values() for r in k]
+            domain[name] = {0, 1}
+            out.append((name, rules, {r: tuple(sorted(p)) for r, p in domain.items()}, refl))
+    return out
+
+
+def note_spelled_out(program: ir.Program) -> list[str]:
+    """Warnings naming the relations whose equality axioms are spelled out by hand."""
+    notes = []
+    if program.equality is not None:
+        return notes
+    for name, rules, domain, _ in spelled_out_equalities(program):
+        rel = program.relations[name]
+        notes.append(
+            f"{rel.loc}: warning: {len(rules)} rules spell out '{name}' as an equality "
+            f"(symmetry, transitivity, replacement in {sum(map(len, domain.values())) - 2} "
+            "columns): a class of n equal constants costs n³ derivations; "
+            "--rewrite-equality (Reasoner(..., rewrite_equality=True)) rewrites with "
+            "representatives instead")
+    return notes
+
+
+def rewrite_spelled_out(program: ir.Program) -> ir.Program:
+    """The program with a hand-written equality (:func:`spelled_out_equalities`) turned
+    into an ``equality`` relation: its axiom rules are dropped and Mat≈ rewrites instead.
+    Without reflexivity rules the relation stays irreflexive on singletons (as the rules
+    say); reflexivity rules must cover every domain column.  Raises :class:`ProgramError`
+    when the rest of the program is beyond rewriting (see :func:`check_rule`)."""
+    import dataclasses
+
+    found = spelled_out_equalities(program)
+    if program.equality is not None or not found:
+        return program
+    if len(found) > 1:
+        raise ProgramError(f"--rewrite-equality: several relations spell out equality "
+                           f"({', '.join(f[0] for f in found)}); only one can be rewritten",
+                           program.relations[found[1][0]].loc)
+    name, rules, domain, refl = found[0]
+    rel = program.relations[name]
+    cells = {(r, p) for r, ps in domain.items() for p in ps}
+    if refl and not cells <= refl | {(name, 0), (name, 1)}:
+        missing = sorted(cells - refl)[0]
+        raise ProgramError(f"--rewrite-equality: '{name}' has reflexivity rules, but not for "
+                           f"column {missing[1] + 1} of '{missing[0]}'", rel.loc)
+    eq = ir.Equality(name, domain, rel.loc, reflexive=bool(refl))
+    drop = {id(r) for r in rules}
+    out = dataclasses.replace(program, rules=[r for r in program.rules if id(r) not in drop])
+    for rule in out.rules:
+        check_rule(rule, eq, out)
+    for agg in out.aggregates.values():
+        for r in agg.rules:
+            if any(isinstance(lit, Atom) and lit.relation in domain for lit in r.body):
+                raise ProgramError(f"--rewrite-equality: aggregate '{agg.op}' over a relation "
+                                   f"'{name}' merges: not supported", agg.loc)
+    out.equality = eq
+    return out

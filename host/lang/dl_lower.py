@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import product
 
 from gpu_engine.host.lang.dl_aggregate import AggregateLowering
-from gpu_engine.host.lang.dl_equality import lower_equality
+from gpu_engine.host.lang.dl_equality import lower_equality, note_spelled_out
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
@@ -118,6 +118,7 @@ class Lowering:
                 else:
                     self.notes.append(f"{stmt.loc}: {stmt.text}")
         lower_equality(self.statements, self.program)
+        self.notes.extend(note_spelled_out(self.program))
         if self.magic:
             self._magic_transform()
         return ParsedProgram(self.program, self.directives, self.notes, self.demand_only)

@@ -56,6 +56,10 @@ class SparkReasoner(Reasoner):
         self.source_text, self.source_name = _source(program)
         self.parsed = parse_program(self.source_text, self.source_name)
         self.program = self.parsed.program
+        if self.program.equality is not None:
+            raise ProgramError(f"the Spark backend does not rewrite equality (relation "
+                               f"'{self.program.equality.relation}'): use the local engine",
+                               self.program.equality.loc)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.spark = spark if spark is not None else sa.local_session()
         self.runner = SparkRunner(self.program, self.spark, decompose=decompose,

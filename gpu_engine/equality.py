@@ -54,6 +54,7 @@ rematerialise (Remat≈).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -130,6 +131,15 @@ def map_constants(rule: Rule, domain: dict[str, tuple[int, ...]],
     if not (head_changed or body_changed):
         return rule, False, False
     return Rule(head, tuple(body), rule.loc), head_changed, body_changed
+
+
+def flows_in(rule: Rule, domain: dict[str, tuple[int, ...]]) -> bool:
+    """Whether a variable of a merged head column is bound by no merged body column (so
+    it may hold a value of an unmerged column, to be normalised)."""
+    body = domain_vars(Rule(Atom("", ()), rule.body), domain)
+    head = {rule.head.args[p].name for p in domain.get(rule.head.relation, ())  # type: ignore[union-attr]
+            if isinstance(rule.head.args[p], Var)}
+    return bool(head - body)
 
 
 def replacement_rules(eq: Equality) -> list[Rule]:
@@ -212,6 +222,11 @@ class EqualityEngine(Engine):
         self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
         self._rho: Any = be.xp.zeros(0, dtype=INDEX)
         self.eq_stats: dict[str, int] = {}
+        # strata with a rule whose merged head column is bound from an unmerged column:
+        # their head rows are normalised when absorbed, so they keep the array path
+        self._flow = {s.index for s in strata if any(flows_in(r, eq.domain) for r in s.rules)}
+        for i in self._flow:
+            self.module_plans.pop(i, None)
 
     # --- ρ ----------------------------------------------------------------------------
 
@@ -272,6 +287,19 @@ class EqualityEngine(Engine):
         if s.index > self.eq_stratum:
             self._normalise_stratum(s)
         return super()._evaluate_stratum(s)
+
+    def _small_plan(self, s: Stratum) -> Any:
+        return None if s.index in self._flow else super()._small_plan(s)
+
+    def _absorb(self, name: str, outs: list[Any], recursive: bool) -> RowSet:
+        """Head rows are normalised through ρ first (values from unmerged columns)."""
+        pos = self.equality.domain.get(name, ())
+        if pos and outs and self.eq_stats.get("merge_rounds"):
+            rho = self.rho()
+            outs = [dataclasses.replace(o, cols=tuple(rho[c] if i in pos else c
+                                                      for i, c in enumerate(o.cols)))
+                    for o in outs]
+        return super()._absorb(name, outs, recursive)
 
     def _normalise_stratum(self, s: Stratum) -> None:
         """Normalise the constants of a stratum above the equality stratum by the final ρ

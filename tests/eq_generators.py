@@ -31,7 +31,7 @@ class EqCase:
 
 
 def _value(rng: random.Random, kind: str) -> object:
-    if kind == "D":
+    if kind in ("D", "S"):
         return rng.choice(D_VALUES)
     if kind == "O":
         return rng.choice(O_VALUES)
@@ -52,6 +52,9 @@ def equality_program(seed: int) -> EqCase:
         if "D" not in cols:
             cols = ("D",) + cols[1:]
         kinds[f"r{i}"] = cols
+    if rng.random() < 0.4:  # unmerged symbols flowing into merged columns
+        src = rng.choice(list(kinds)[1:])
+        kinds["raw"] = tuple("S" if k == "D" else k for k in kinds[src])
     facts: dict[str, set[tuple]] = {n: set() for n in kinds}
     for name, cols in kinds.items():
         if name == "same":
@@ -60,8 +63,11 @@ def equality_program(seed: int) -> EqCase:
             continue
         for _ in range(rng.randint(2, 6)):
             facts[name].add(tuple(_value(rng, k) for k in cols))
-    names = [n for n in kinds if n != "same"]
+    names = [n for n in kinds if n not in ("same", "raw")]
     rules: list[Rule] = []
+    if "raw" in kinds:
+        args = tuple(Var(f"m{i}") for i in range(len(kinds["raw"])))
+        rules.append(Rule(Atom(src, args), (Atom("raw", args),)))
     counter = [0]
 
     def fresh() -> Var:
@@ -139,7 +145,7 @@ def equality_program(seed: int) -> EqCase:
                       for n, cols in kinds.items())
     lines = [".type D <: symbol", ".type O <: symbol"]
     for n, cols in kinds.items():
-        attrs = ", ".join(f"a{i}: {k}" for i, k in enumerate(cols))
+        attrs = ", ".join(f"a{i}: {'symbol' if k == 'S' else k}" for i, k in enumerate(cols))
         lines.append(f".decl {n}({attrs}){' equality' if n == 'same' else ''}")
         lines.append(f".output {n}")
     for n, rows in facts.items():

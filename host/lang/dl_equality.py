@@ -152,10 +152,12 @@ def check_rule(rule: ir.Rule, eq: ir.Equality, program: ir.Program) -> None:
     """Refuse what rewriting does not cover in ``rule`` (module docstring)."""
     domain = eq.domain
     where = f"in rule {rule}"
-    inside: set[str] = set()
-    outside: set[str] = set()
+    inside: set[str] = set()  # variables in domain columns (head or body)
+    inside_body: set[str] = set()
+    outside_body: set[str] = set()  # ... in other symbol columns of body atoms
+    outside_head: set[str] = set()
     atoms = [rule.head, *[lit for lit in rule.body if isinstance(lit, Atom)]]
-    for a in atoms:
+    for k, a in enumerate(atoms):
         pos = domain.get(a.relation, ())
         types = program.relations[a.relation].types
         for i, t in enumerate(a.args):
@@ -167,14 +169,25 @@ def check_rule(rule: ir.Rule, eq: ir.Equality, program: ir.Program) -> None:
                         a.loc if a.loc.line else rule.loc)
                 if isinstance(t, Var):
                     inside.add(t.name)
+                    if k:
+                        inside_body.add(t.name)
             elif isinstance(t, Var) and types[i] == "symbol":
-                outside.add(t.name)
-    both = inside & outside
+                (outside_body if k else outside_head).add(t.name)
+    outside = outside_body | outside_head
+    # a value may flow from an unmerged column into a merged head column (it is
+    # normalised when derived), never from a merged column elsewhere
+    both = (inside_body & outside) | (inside & outside_head)
     if both:
         v = sorted(both)[0]
         raise ProgramError(
             f"variable '{v}' joins a column that the equality relation '{eq.relation}' merges "
             f"with a symbol column it does not merge: not supported {where}", rule.loc)
+    for a in atoms:
+        if any(isinstance(t, Call) and _mentions(t, inside) for t in a.args):
+            raise ProgramError(
+                f"the comparison or functor over values that the equality relation "
+                f"'{eq.relation}' merges is not supported {where}",
+                a.loc if a.loc.line else rule.loc)
     for lit in rule.body:
         if isinstance(lit, Negation) and lit.atom.relation in domain:
             raise ProgramError(

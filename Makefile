@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
@@ -34,6 +34,17 @@ test: $(STAMP)
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest -q tests/test_fuzz.py
+
+## fuzz-eq: N generated equality programs (default 2000): expanded Mat≈ against the
+##   reference evaluation of the program with equality spelled out as rules (JSON line)
+fuzz-eq: $(STAMP)
+	$(PY) -m benchmarks.fuzz_equality --n $(or $(N),2000) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_eq.jsonl
+
+## bench-eq: synthetic equality classes (300 / 1,000 / 4,000 members), Mat≈ against the
+##   spelled-out program (time, derivations, peak memory), JSON lines
+bench-eq: $(STAMP)
+	$(PY) -m benchmarks.equality --out benchmarks/results/equality.jsonl
 
 ## fuzz-programs: N generated programs (default 10000) against the reference evaluator;
 ##   one JSON line (counts, seeds, failures with reproducers) in benchmarks/results/

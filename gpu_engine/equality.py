@@ -69,6 +69,7 @@ from .ir import Atom, Compare, Const, Equality, Program, ProgramError, Rule, Sym
 from .modules import plan_modules
 from .plan import Role, delta_variants
 from .rowset import RowSet
+from .rule_eval import RuleOutput
 from .runs import RunSet
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
@@ -140,6 +141,33 @@ def flows_in(rule: Rule, domain: dict[str, tuple[int, ...]]) -> bool:
     head = {rule.head.args[p].name for p in domain.get(rule.head.relation, ())  # type: ignore[union-attr]
             if isinstance(rule.head.args[p], Var)}
     return bool(head - body)
+
+
+def functional_pattern(rule: Rule, eq: str) -> int | None:
+    """The position ``p`` when ``rule`` is ``eq(y1, y2) :- R(.., y1, ..), R(.., y2, ..)``
+    with the two atoms equal but at ``p`` (distinct variables or constants elsewhere):
+    the functional / inverse-functional property and key pattern of OWL 2 RL."""
+    h = rule.head
+    if h.relation != eq or len(rule.body) != 2 or not all(isinstance(b, Atom)
+                                                          for b in rule.body):
+        return None
+    a, b = rule.body  # type: ignore[misc]
+    if a.relation != b.relation or a.relation == eq or len(a.args) != len(b.args):
+        return None
+    diff = [i for i, (s, t) in enumerate(zip(a.args, b.args)) if s != t]
+    if len(diff) != 1:
+        return None
+    p = diff[0]
+    y1, y2 = a.args[p], b.args[p]
+    if not (isinstance(y1, Var) and isinstance(y2, Var)) or set(h.args) != {y1, y2} \
+            or y1 == y2:
+        return None
+    rest = [t for i, t in enumerate(a.args) if i != p]
+    names = [t.name for t in rest if isinstance(t, Var)]
+    if len(set(names)) != len(names) or y1 in rest or y2 in rest or not all(
+            isinstance(t, (Var, Const)) for t in rest):
+        return None
+    return p
 
 
 def replacement_rules(eq: Equality) -> list[Rule]:
@@ -222,6 +250,12 @@ class EqualityEngine(Engine):
         self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
         self._rho: Any = be.xp.zeros(0, dtype=INDEX)
         self.eq_stats: dict[str, int] = {}
+        # functional-property rules of the equality stratum (by id; normalised copies too)
+        self._functional: dict[int, int] = {}
+        for r in self.strata[self.eq_stratum].recursive_rules:
+            fp = functional_pattern(r, eq.relation)
+            if fp is not None:
+                self._functional[id(r)] = fp
         # strata with a rule whose merged head column is bound from an unmerged column:
         # their head rows are normalised when absorbed, so they keep the array path
         self._flow = {s.index for s in strata if any(flows_in(r, eq.domain) for r in s.rules)}
@@ -346,6 +380,11 @@ class EqualityEngine(Engine):
             changed = {r for r in s.relations if len(delta[r])}
             for rule in rules:
                 atoms = _atoms(rule)
+                p = self._functional.get(id(rule))
+                if p is not None:  # a star per group instead of the group's square
+                    if id(rule) in full or atoms[0].relation in changed:
+                        self._star(rule, p, delta, full, outputs, rstats)
+                    continue
                 if id(rule) in full:  # constants changed: every instance over prev, once
                     self._fire(rule, [prev[a.relation] if a.relation in rels
                                       else self.store[a.relation] for a in atoms],
@@ -359,6 +398,63 @@ class EqualityEngine(Engine):
             prev, delta, rules, full = self._merge(s, prev, delta, original, rules, rstats)
         s.recursive_rules[:] = rules
         return self._finish_stratum(s, st, rstats, before, t0)
+
+    def _star(self, rule: Rule, p: int, delta: dict[str, RunSet], full: set[int],
+              outputs: dict[str, list[Any]], rstats: dict[int, RuleStats]) -> None:
+        """``same(y1, y2) :- R(x̄, y1), R(x̄, y2)`` for the groups x̄ with a fact in Δ: the
+        edges (smallest y of the group, y) for every y of the group in I.  Their closure is
+        the closure of the rule's n² heads per group (at the start of a round every group
+        of I minus Δ holds one y, all its equalities being merged), so classes, answers and
+        the expansion are those of the rule; its derivations count these edges, about
+        what paper 001's fact-at-a-time saturate considers (each new fact meets the one
+        rewritten fact of its group)."""
+        t0 = time.perf_counter()
+        xp = self.be.xp
+        atom = _atoms(rule)[0]
+        rows = self.store[atom.relation].compact()
+        if id(rule) not in full:
+            d = delta[atom.relation].compact()
+        else:
+            d = rows
+        rows, d = self._select_consts(atom, rows), self._select_consts(atom, d)
+        if len(d) == 0:
+            return
+        g = [i for i in range(rows.arity) if i != p and isinstance(atom.args[i], Var)]
+        if g:
+            groups = RowSet.from_columns(self.be, tuple(d.cols[i] for i in g), len(g))
+            rows = rows.select(groups.contains(tuple(rows.cols[i] for i in g)))
+        cols = RowSet.from_columns(self.be, (*(rows.cols[i] for i in g), rows.cols[p]),
+                                   len(g) + 1).cols
+        n = len(cols[-1])
+        start = xp.ones(n, dtype=bool)
+        for c in cols[:-1]:
+            start[1:] &= c[1:] == c[:-1]
+        start = ~start if g else xp.zeros(n, dtype=bool)
+        start[0] = True
+        first = xp.cumsum(start) - 1
+        y = cols[-1]
+        head = (y[xp.flatnonzero(start)][first], y)
+        outputs[rule.head.relation].append(RuleOutput(head, n))
+        rs = rstats[id(rule)]
+        rs.derivations += n
+        rs.evaluations += 1
+        rs.seconds += time.perf_counter() - t0
+
+    def _select_consts(self, atom: Atom, rows: RowSet) -> RowSet:
+        """The rows matching the atom's constants."""
+        mask = None
+        for i, t in enumerate(atom.args):
+            if isinstance(t, Const):
+                m = rows.cols[i] == self._const_id(t)
+                mask = m if mask is None else mask & m
+        return rows if mask is None else rows.select(mask)
+
+    def _const_id(self, t: Const) -> int:
+        from .values import encode_scalar
+
+        if t.type == "symbol":
+            return self.symbols.encode(str(t.value))
+        return int(encode_scalar(t.value, t.type))
 
     def _merge(self, s: Stratum, prev: dict[str, RunSet], delta: dict[str, RunSet],
                original: list[Rule], rules: list[Rule], rstats: dict[int, RuleStats]
@@ -408,6 +504,8 @@ class EqualityEngine(Engine):
             new, body = self._normalise(orig)
             if new != cur:
                 rstats[id(new)] = rstats[id(orig)]
+                if id(orig) in self._functional:
+                    self._functional[id(new)] = self._functional[id(orig)]
                 if body and new.body != cur.body:
                     full.add(id(new))
                 out.append(new)

@@ -64,15 +64,20 @@ def test_paper_31_relational_form() -> None:
 
 def test_redundant_derivations_counted_once() -> None:
     """Paper §3.2 (brief §1.2 example 3): τ1 = {y1↦b, y2↦d} and τ2 = {y1↦b, y2↦b} are
-    each considered once: the rule has exactly the 4 instances over R(a,b), R(a,d)."""
-    r = Reasoner(""".decl R(x: symbol, y: symbol)
-        .decl eq(x: symbol, y: symbol) equality
-        eq(y1, y2) :- R(x, y1), R(x, y2).""", device="cpu")
-    r.add_facts("R", [("a", "b"), ("a", "d")])
-    st = r.materialise()
-    rule = next(x for s in st.strata for x in s.rules if "R(x, y1)" in x.rule)
-    assert rule.derivations == 4
-    assert rows(r, "R", False) == {("a", "b")}
+    each considered once: a guarded rule has exactly the 4 instances over R(a,b), R(a,d)
+    (Theorem 1.2); the bare functional-property rule runs as a star per group: 2."""
+    for guard, expected in ((", S(x)", 4), ("", 2)):
+        r = Reasoner(f""".decl R(x: symbol, y: symbol)
+            .decl S(x: symbol)
+            .decl eq(x: symbol, y: symbol) equality
+            eq(y1, y2) :- R(x, y1), R(x, y2){guard}.""", device="cpu")
+        r.add_facts("R", [("a", "b"), ("a", "d")])
+        r.add_facts("S", [("a",)])
+        st = r.materialise()
+        rule = next(x for s in st.strata for x in s.rules if "R(x, y1)" in x.rule)
+        assert rule.derivations == expected
+        assert rows(r, "R", False) == {("a", "b")}
+        assert rows(r, "R") == {("a", "b"), ("a", "d")}
 
 
 OBAMA = """

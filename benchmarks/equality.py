@@ -12,7 +12,8 @@ symmetry, transitivity and replacement in every symbol column (the engine's STC 
 closes symmetry and transitivity by connected components; replacement costs |R| · n per
 column); ``spelled-out-nomod``: the same with ``modules="off"`` (plain seminaive
 evaluation, as paper 001's axiomatised runs: transitivity alone costs n³).  Both count the same expanded facts (``facts_expanded``), which is checked.
-Each measurement runs in a fresh process (peak RSS is its own), with ``--timeout``.
+Each measurement runs in a fresh process (peak RSS is its own), with ``--timeout``,
+after a warm-up run with 10 members (imports, compiled kernels).
 """
 
 from __future__ import annotations
@@ -77,12 +78,15 @@ def facts(n: int) -> dict[str, list[tuple[str, str]]]:
     }
 
 
-def measure(n: int, mode: str, device: str) -> dict:
-    """One materialisation (in this process)."""
+def measure(n: int, mode: str, device: str, warm: bool = True) -> dict:
+    """One materialisation (in this process; ``warm``: after one of 10 members, so that
+    imports and compiled kernels are not counted)."""
     import numpy as np
 
     from gpu_engine import Reasoner
 
+    if warm:
+        measure(10, mode, device, warm=False)
     r = Reasoner(program(n, mode.replace("-nomod", "")), device=device,
                  modules="off" if mode.endswith("-nomod") else "auto")
     for rel, rows in facts(n).items():

@@ -473,7 +473,9 @@ class EqualityEngine(Engine):
         a, b = rho[a[off]], rho[b[off]]
         verts = xp.unique(xp.concatenate([a, b]))
         ia, ib = xp.searchsorted(verts, a), xp.searchsorted(verts, b)
-        label = connected_components(self.be, ia, ib, len(verts))  # smallest local index
+        # smallest local index; small graphs by array passes (no SciPy import for them)
+        method = "array" if len(verts) < (1 << 16) else "auto"
+        label = connected_components(self.be, ia, ib, len(verts), method=method)
         relabel = xp.arange(len(rho), dtype=INDEX)
         relabel[verts] = verts[label]
         moved = relabel != xp.arange(len(rho), dtype=INDEX)

@@ -266,6 +266,7 @@ class QueryResult:
 def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResult:
     """Evaluate ``text`` over the reasoner's materialisation (see the module docstring)."""
     engine = reasoner.engine
+    reasoner._no_equality("queries")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be at least 0, not {limit}")
     with word_size_context(getattr(reasoner, "word_size", 32)):  # constants of the query

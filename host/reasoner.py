@@ -356,6 +356,7 @@ class Reasoner:
         not hold. Costs backward steps over the fact's backward closure, not a re-run."""
         from .explain import explain
 
+        self._no_equality("explanations")
         return explain(self, fact)
 
     def relation_sizes(self, expand: bool | None = None) -> dict[str, int]:
@@ -390,6 +391,13 @@ class Reasoner:
         return answer(self, text, limit).table
 
     # --- helpers ----------------------------------------------------------------------
+
+    def _no_equality(self, what: str) -> None:
+        eq = self.program.equality
+        if eq is not None:  # they would read the rewritten rows: refused, never wrong
+            raise ProgramError(f"{what} over a program with the equality relation "
+                               f"'{eq.relation}' are not supported yet (the relations hold "
+                               "rewritten rows); use relation()", eq.loc)
 
     def _ensure(self) -> None:
         if not self.engine.materialised:

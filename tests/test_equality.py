@@ -167,6 +167,14 @@ def test_refused_with_location(text: str, fragment: str) -> None:
     assert fragment in str(exc.value) and exc.value.loc is not None and exc.value.loc.line
 
 
+def test_queries_and_explanations_refused() -> None:
+    r = paper_31([("a", "b")])
+    with pytest.raises(ProgramError, match="queries"):
+        r.query("R(x, y)")
+    with pytest.raises(ProgramError, match="explanations"):
+        r.explain('R("a", "b")')
+
+
 def test_counting_algorithms_refused() -> None:
     with pytest.raises(ProgramError, match="derivation counters"):
         Reasoner(PAPER_31, device="cpu", counting=True)

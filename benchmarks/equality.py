@@ -102,6 +102,10 @@ def measure(n: int, mode: str, device: str, warm: bool = True) -> dict:
            "peak_device_bytes": st.peak_device_bytes}
     if st.equality is not None:
         out["merge_rounds"] = st.equality["merge_rounds"]
+        t1 = time.perf_counter()  # answers: the expansion of every relation (output-bound)
+        rows = sum(len(r.engine.expanded_columns(name)[0]) for name in COLUMNS)
+        out["expand_seconds"] = round(time.perf_counter() - t1, 4)
+        out["expand_rows_per_second"] = round(rows / max(out["expand_seconds"], 1e-9))
     return out
 
 

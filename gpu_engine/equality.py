@@ -65,7 +65,18 @@ from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
 
 from .engine import Engine, ProgressHook, _atoms, counter_level
-from .ir import Atom, Compare, Const, Equality, Program, ProgramError, Rule, SymbolTable, Var
+from .ir import (
+    Atom,
+    Compare,
+    Const,
+    Equality,
+    Negation,
+    Program,
+    ProgramError,
+    Rule,
+    SymbolTable,
+    Var,
+)
 from .modules import plan_modules
 from .plan import Role, delta_variants
 from .rowset import RowSet
@@ -248,7 +259,6 @@ class EqualityEngine(Engine):
         self.__dict__.pop("_small_plans", None)
         self.set_modules(modules)
         self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
-        self._rho: Any = be.xp.zeros(0, dtype=INDEX)
         self.eq_stats: dict[str, int] = {}
         # functional-property rules of the equality stratum (by id; normalised copies too)
         self._functional: dict[int, int] = {}
@@ -263,6 +273,16 @@ class EqualityEngine(Engine):
             self.module_plans.pop(i, None)
 
     # --- ρ ----------------------------------------------------------------------------
+
+    @property
+    def _rho(self) -> Any:
+        """ρ as stored in the engine state (restored with it when an update fails)."""
+        r = self._state.rho
+        return r if r is not None else self.be.xp.zeros(0, dtype=INDEX)
+
+    @_rho.setter
+    def _rho(self, value: Any) -> None:
+        self._state.rho = value
 
     def rho(self) -> Any:
         """ρ over the whole dictionary (identity beyond the ids merged so far)."""
@@ -328,7 +348,7 @@ class EqualityEngine(Engine):
     def _absorb(self, name: str, outs: list[Any], recursive: bool) -> RowSet:
         """Head rows are normalised through ρ first (values from unmerged columns)."""
         pos = self.equality.domain.get(name, ())
-        if pos and outs and self.eq_stats.get("merge_rounds"):
+        if pos and outs:
             rho = self.rho()
             outs = [dataclasses.replace(o, cols=tuple(rho[c] if i in pos else c
                                                       for i, c in enumerate(o.cols)))
@@ -398,6 +418,119 @@ class EqualityEngine(Engine):
             prev, delta, rules, full = self._merge(s, prev, delta, original, rules, rstats)
         s.recursive_rules[:] = rules
         return self._finish_stratum(s, st, rstats, before, t0)
+
+    # --- insertions continue Mat≈ ---------------------------------------------------------
+
+    def can_continue(self) -> bool:
+        """Whether insertions can continue the materialisation: a monotone program (no
+        negation, aggregates or order-dependent features) that was materialised."""
+        return (self.current_state().materialised and not self.program.aggregates
+                and not self.order_dependent
+                and not any(isinstance(lit, Negation) for r in self.rules for lit in r.body))
+
+    def continue_insert(self, e_plus: dict[str, RowSet]) -> int:
+        """Add the explicit facts ``e_plus`` (E already updated by the caller) and continue
+        the materialisation from where it stood (paper 001 §1: "one can simply continue"):
+        the facts are normalised through ρ, then every stratum runs seminaive rounds whose
+        first Δ is what changed below it (new facts, and rows rewritten by merges), with a
+        merge step after each round of the equality stratum.  Returns the derivations."""
+        self._device_changed()
+        self.eq_stats = {"merge_rounds": 0, "merged_constants": 0}
+        snap = dict(self.store)
+        rho = self.rho()
+        for name, rows in e_plus.items():
+            if not len(rows):
+                continue
+            pos = self.equality.domain.get(name, ())
+            cols = tuple(rho[c] if i in pos else c for i, c in enumerate(rows.cols))
+            d = self.store[name].new_rows(RowSet.from_columns(self.be, cols, rows.arity,
+                                                              n_rows=len(rows)))
+            if len(d):
+                self.store[name] = self.store[name].append(d)
+        derivations = 0
+        self.evaluator.compact = self._compact
+        self._compact_floor = {}
+        try:
+            for s in self.strata:
+                if s.rules:
+                    derivations += self._continue_stratum(s, snap)
+        finally:
+            self.evaluator.compact = None
+        if self.equality.reflexive and not self.reflexive_as_rules:
+            self._reflexive_closure()
+        self.materialised = True
+        self._note_symbols()
+        return derivations
+
+    def _continue_stratum(self, s: Stratum, snap: dict[str, RunSet]) -> int:
+        rels = set(s.relations)
+        old: dict[str, RunSet] = {}
+        delta: dict[str, RunSet] = {}
+        for x in s.reads | rels:
+            cur = self.store[x]
+            if cur is snap[x]:
+                old[x], delta[x] = cur, RunSet.empty(self.be, cur.arity)
+                continue
+            c = cur.compact()
+            d = snap[x].new_rows(c) if len(snap[x]) else c
+            old[x], delta[x] = RunSet.of(RunSet.of(d).new_rows(c)), RunSet.of(d)
+        if not any(len(delta[x]) for x in delta):
+            return 0
+        o_nr, o_r = self._original[s.index][2], self._original[s.index][1]
+        cur_nr, cur_r = list(s.nonrecursive_rules), list(s.recursive_rules)
+        if s.index < self.eq_stratum:
+            o_nr, o_r = cur_nr, cur_r
+        rstats = {id(r): RuleStats(str(r), r.loc) for r in (*o_nr, *o_r, *cur_nr, *cur_r)}
+        full: set[int] = set()
+        rules: list[Rule] = []
+        for orig, cur in zip((*o_nr, *o_r), (*cur_nr, *cur_r)):
+            new, _ = self._normalise(orig)
+            if new != cur:
+                rstats[id(new)] = rstats[id(orig)]
+                if id(orig) in self._functional:
+                    self._functional[id(new)] = self._functional[id(orig)]
+                if new.body != cur.body:
+                    full.add(id(new))
+            rules.append(new if new != cur else cur)
+        n_nr = len(o_nr)
+        s.nonrecursive_rules[:], s.recursive_rules[:] = rules[:n_nr], rules[n_nr:]
+        prev = {r: old[r] for r in rels}
+        dl = {r: delta[r] for r in rels}
+        if s.index == self.eq_stratum:
+            prev, dl, rec, more = self._merge(s, prev, dl, list(o_r), rules[n_nr:], rstats)
+            rules[n_nr:] = rec
+            full |= more
+        lower = {x: delta[x] for x in delta if x not in rels and len(delta[x])}
+        first = True
+        while any(len(dl[r]) for r in rels) or full or (first and lower):
+            outputs: dict[str, list[Any]] = {r: [] for r in rels}
+            d_all = {**(lower if first else {}), **dl}
+            versions = {Role.DELTA: d_all, Role.OLD: {**old, **prev}, Role.NEW: self.store}
+            changed = {x for x, v in d_all.items() if len(v)}
+            for rule in (rules if first else rules[n_nr:]):
+                atoms = _atoms(rule)
+                p = self._functional.get(id(rule))
+                if p is not None and s.index == self.eq_stratum:
+                    if id(rule) in full or atoms[0].relation in changed:
+                        self._star(rule, p, d_all, full, outputs, rstats)
+                    continue
+                if id(rule) in full:
+                    self._fire(rule, [versions[Role.OLD].get(a.relation, self.store[a.relation])
+                                      for a in atoms], outputs, rstats)
+                for q, roles in delta_variants(atoms, changed.__contains__):
+                    sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
+                    self._fire(rule, sources, outputs, rstats, d_all[atoms[q].relation])
+            first = False
+            prev = {r: self.store[r] for r in rels}
+            dl = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True)) for r in rels}
+            full = set()
+            if s.index == self.eq_stratum:
+                prev, dl, rec, full = self._merge(s, prev, dl, list(o_r), rules[n_nr:], rstats)
+                rules[n_nr:] = rec
+        s.nonrecursive_rules[:], s.recursive_rules[:] = rules[:n_nr], rules[n_nr:]
+        for r in rels:
+            self.store[r] = self.store[r].compacted()
+        return sum(st.derivations for st in {id(v): v for v in rstats.values()}.values())
 
     def _star(self, rule: Rule, p: int, delta: dict[str, RunSet], full: set[int],
               outputs: dict[str, list[Any]], rstats: dict[int, RuleStats]) -> None:

@@ -135,15 +135,20 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) 
                 new_e[name] = ne.compacted() if ne.worth_compacting() else ne
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
-        if alg.startswith("remat"):
+        if eq is not None and not stats.deleted and engine.can_continue():
+            engine.explicit = new_e  # insertions only: Mat≈ continues (paper 001 §1)
+            stats.derivations = engine.continue_insert(e_plus)
+            stats.algorithm = "mat≈"
+            stats.note = "insertions continued the rewritten materialisation (Mat≈)"
+        elif alg.startswith("remat"):
             engine.explicit = new_e
             engine.counting = _LEAVES[alg]
             m = engine.materialise()
             stats.derivations = m.derivations
             if eq is not None:
                 stats.algorithm = "remat≈"
-                stats.note = ("Remat≈: rematerialised by rewriting (incremental maintenance "
-                              "with equality is not implemented)")
+                stats.note = ("Remat≈: rematerialised by rewriting (deletions with equality "
+                              "are not maintained incrementally yet)")
         else:
             _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
     except BaseException:

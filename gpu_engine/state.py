@@ -46,6 +46,9 @@ class EngineState:
     module_state: dict[int, list[Any]] = _persist(REBUILT, default_factory=dict)  # X_R, C_R
     symbols: int = _persist(DICTIONARY, default=0)  # dictionary size the rows refer to
     records: int = _persist(DICTIONARY, default=0)  # record table size (records, ADTs)
+    # equality by rewriting: ρ over the dictionary (gpu_engine.equality; None: identity);
+    # the store keeps it as rho.arrow
+    rho: Any = _persist("equality", default=None)
 
     def snapshot(self) -> EngineState:
         """A copy to restore after a failed update (the dictionaries copied, the

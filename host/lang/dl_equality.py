@@ -267,7 +267,15 @@ def spelled_out_equalities(program: ir.Program) -> list[tuple[str, list[ir.Rule]
     transitivity and at least one replacement rule, as in the Claros_L/DBpedia_L rule
     sets): (relation, the axiom rules, domain positions, reflexivity positions)."""
     out = []
-    for name, rel in program.relations.items():
+    candidates = set()  # relations with a symmetry rule (one cheap pass over the rules)
+    for rule in program.rules:
+        h = rule.head
+        if (len(rule.body) == 1 and isinstance(rule.body[0], Atom) and len(h.args) == 2
+                and rule.body[0].relation == h.relation
+                and tuple(rule.body[0].args) == tuple(h.args[::-1])):
+            candidates.add(h.relation)
+    for name in sorted(candidates, key=list(program.relations).index):
+        rel = program.relations[name]
         if rel.arity != 2 or rel.types[0] != rel.types[1] or rel.types[0] != "symbol":
             continue
         kinds: dict[str, list[ir.Rule]] = {"sym": [], "trans": [], "refl": [], "repl": []}

@@ -697,10 +697,14 @@ class EqualityEngine(Engine):
         class), the last two indexed by representative id."""
         xp = self.be.xp
         rho = self.rho()
+        hit = self.__dict__.get("_class_cache")
+        if hit is not None and hit[0] is rho:  # built once per ρ
+            return hit[1]
         order = xp.argsort(rho, kind="stable") if not self.be.is_gpu else xp.argsort(rho)
         members = order.astype(INDEX)
         sizes = xp.bincount(rho, minlength=len(rho)).astype(INDEX)
         offsets = xp.cumsum(sizes) - sizes
+        self._class_cache = (rho, (members, offsets, sizes))
         return members, offsets, sizes
 
     def expanded_size(self, name: str) -> int:

@@ -329,3 +329,20 @@ def test_generated_insertions_continue(seed: int) -> None:
     want = reference.evaluate(case.spelled)
     for name in case.kinds:
         assert rows(r, name) == want[name], (seed, name)
+
+
+def test_format_1_store_still_loads(tmp_path: Path) -> None:
+    """A store written before format 2 (no rho.arrow) loads as before."""
+    from gpu_engine.host.store import _meta_crc, current_version, open_store, save_store
+
+    r = Reasoner(".decl e(x: symbol, y: symbol) .decl p(x: symbol, y: symbol)\n"
+                 "p(x, y) :- e(x, y).", device="cpu")
+    r.add_facts("e", [("a", "b")])
+    save_store(r, tmp_path / "db")
+    meta_path = tmp_path / "db" / current_version(tmp_path / "db") / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["format_version"] = 1
+    del meta["meta_crc32"]
+    meta["meta_crc32"] = _meta_crc(meta)
+    meta_path.write_text(json.dumps(meta))
+    assert rows(open_store(tmp_path / "db", device="cpu"), "p") == {("a", "b")}

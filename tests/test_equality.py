@@ -160,6 +160,8 @@ def test_class_merged_over_several_rounds_reaches_rules_reading_it() -> None:
     (".decl s(x: number, y: number) equality", "only symbol types"),
     (".decl s(x: symbol, y: symbol) equality .decl t(x: symbol, y: symbol) equality",
      "only one relation"),
+    (".decl s(x: symbol, y: symbol) equality inline .decl p(x: symbol) p(x) :- s(x, _).",
+     "cannot be inline"),
 ])
 def test_refused_with_location(text: str, fragment: str) -> None:
     with pytest.raises(ProgramError) as exc:

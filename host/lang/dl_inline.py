@@ -68,9 +68,9 @@ def inline_relations(statements: list[Statement]) -> list[Statement]:
                 if q.name in _IO:
                     raise ProgramError(f"relation '{s.names[0].name}' is inline and cannot "
                                        f"have the '{q.name}' qualifier", q.loc)
-                if q.name == "eqrel":
-                    raise ProgramError(f"eqrel relation '{s.names[0].name}' cannot be inline",
-                                       q.loc)
+                if q.name in ("eqrel", "equality"):
+                    raise ProgramError(f"{q.name} relation '{s.names[0].name}' cannot be "
+                                       "inline", q.loc)
             for n in s.names:
                 inline[n.name] = n
                 arity[n.name] = len(s.attributes)

@@ -474,8 +474,6 @@ class EqualityEngine(Engine):
             c = cur.compact()
             d = snap[x].new_rows(c) if len(snap[x]) else c
             old[x], delta[x] = RunSet.of(RunSet.of(d).new_rows(c)), RunSet.of(d)
-        if not any(len(delta[x]) for x in delta):
-            return 0
         o_nr, o_r = self._original[s.index][2], self._original[s.index][1]
         cur_nr, cur_r = list(s.nonrecursive_rules), list(s.recursive_rules)
         if s.index < self.eq_stratum:
@@ -494,6 +492,8 @@ class EqualityEngine(Engine):
             rules.append(new if new != cur else cur)
         n_nr = len(o_nr)
         s.nonrecursive_rules[:], s.recursive_rules[:] = rules[:n_nr], rules[n_nr:]
+        if not full and not any(len(delta[x]) for x in delta):
+            return 0
         prev = {r: old[r] for r in rels}
         dl = {r: delta[r] for r in rels}
         if s.index == self.eq_stratum:

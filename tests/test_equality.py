@@ -348,3 +348,22 @@ def test_format_1_store_still_loads(tmp_path: Path) -> None:
     meta["meta_crc32"] = _meta_crc(meta)
     meta_path.write_text(json.dumps(meta))
     assert rows(open_store(tmp_path / "db", device="cpu"), "p") == {("a", "b")}
+
+
+def test_insertion_merge_reaches_rule_constant_over_unchanged_rows() -> None:
+    """Inserting key(c, K) merges c into b; q(x) :- a(x, "c") must now read the old,
+    unchanged row a(u, b) (the rule is evaluated over it once, Algorithm 6 l. 55-58)."""
+    prog = """
+        .decl a(x: symbol, y: symbol)
+        .decl key(x: symbol, k: symbol)
+        .decl same(x: symbol, y: symbol) equality
+        .decl q(x: symbol)
+        same(x, y) :- key(x, k), key(y, k).
+        q(x) :- a(x, "c").
+        a("u", "b"). key("b", "K").
+    """
+    r = Reasoner(prog, device="cpu")
+    r.materialise()
+    assert rows(r, "q") == set()
+    assert r.update(insert={"key": [("c", "K")]}).algorithm == "mat≈"
+    assert rows(r, "q") == {("u",)}

@@ -587,7 +587,7 @@ class EqualityEngine(Engine):
 
         if t.type == "symbol":
             return self.symbols.encode(str(t.value))
-        return int(encode_scalar(t.value, t.type))
+        return int(encode_scalar(t.value, t.type, getattr(self.symbols, "word_size", 32)))
 
     def _merge(self, s: Stratum, prev: dict[str, RunSet], delta: dict[str, RunSet],
                original: list[Rule], rules: list[Rule], rstats: dict[int, RuleStats]

@@ -115,6 +115,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) -> UpdateStats:
     """The update on the engine's backend; restores the state when anything fails."""
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
+    eq = getattr(engine, "equality", None)  # equality by rewriting: Mat≈ / Remat≈
     saved = engine.state.snapshot()  # restored as one value if anything fails
     try:
         e_plus = _rows(engine, insert)

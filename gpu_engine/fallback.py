@@ -129,7 +129,8 @@ def move_to_cpu(engine: Any, where: str, exc_text: str) -> None:
         store={n: runs_to(r, cpu, link=False) for n, r in st.store.items()},
         counters={n: Counters(tuple(conv(a) for a in c.nonrec), tuple(conv(a) for a in c.rec))
                   for n, c in st.counters.items()},
-        module_state={})  # X_R, C_R: rebuilt when an update needs them
+        module_state={},  # X_R, C_R: rebuilt when an update needs them
+        rho=None if st.rho is None else conv(st.rho))  # equality: representatives
     log = getattr(engine, "_count_log", None)
     if log:
         from .twin import row_to

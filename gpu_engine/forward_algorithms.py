@@ -16,6 +16,7 @@ from gpu_engine.kernels.backend import INDEX
 
 from .affected import VersionOf, affected, may_match, rederivable
 from .aggregates import update_stratum as update_aggregate
+from .fdu import at_boundary
 from .ir import Atom, Negation, Rule
 from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
@@ -41,6 +42,10 @@ class Update:
     arity: dict[str, int]
     stats: UpdateStats
     modules: dict[int, list[Any]] = field(default_factory=dict)  # DRed^c-MOD strata
+    # fully dynamic updates (fdu.py): a hook called at round boundaries, and the new E it
+    # may extend with injected additions
+    boundary: Any = None
+    new_explicit: dict[str, RunSet] | None = None
 
     @property
     def be(self) -> Any:
@@ -114,7 +119,10 @@ class Update:
                 cand[r].append(rows)  # lines 41-44
                 if counters:
                     st.bump(r, rows, cnt, rec, +1)
+        rnd = 0
         while True:  # lines 45-50
+            at_boundary(self, "insert", s, rnd, cand, counters)  # additions may join Δ
+            rnd += 1
             delta = {r: d for r in s.relations
                      if len(d := st.not_in_new(r, self.union(r, cand[r])))}
             if not delta:
@@ -148,6 +156,7 @@ def counting(u: Update) -> None:
                              f"stratum {s.index} ({', '.join(s.relations)}) is recursive")
         if u.idle(s):
             continue
+        at_boundary(u, "start", s, 0)
         cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
         for r in s.relations:
             em, ep = u.e_minus[r], u.e_plus[r]
@@ -191,6 +200,7 @@ def dred(u: Update) -> None:
             continue
         if u.idle(s):
             continue
+        at_boundary(u, "start", s, 0)
         _dred_overdelete(u, s)
         rederived = _dred_rederive(u, s)  # line 4
         u.insert(s, rederived, counters=False)  # line 5
@@ -202,7 +212,10 @@ def _dred_overdelete(u: Update, s: Stratum) -> None:
     cand = {r: [u.e_minus[r]] for r in s.relations}  # line 8
     for r, (rows, _) in u.derive(s.rules, st.old, st.old, u.removed(), u.added()).items():
         cand[r].append(rows)
+    rnd = 0
     while True:
+        at_boundary(u, "overdelete", s, rnd)
+        rnd += 1
         delta = {r: d for r in s.relations
                  if len(d := st.not_deleted(r, u.union(r, cand[r])))}  # line 10
         if not delta:
@@ -250,6 +263,7 @@ def dred_c(u: Update) -> None:
             continue
         if u.idle(s):
             continue
+        at_boundary(u, "start", s, 0)
         if s.index in u.modules:  # a stratum with TC/STC modules: paper 002 Algorithm 3
             from .modular import dredc_mod
 
@@ -278,7 +292,10 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
         for r, (rows, cnt) in u.derive(rules, st.old, st.old, P, N).items():  # 29-32
             st.bump(r, rows, cnt, rec, -1)
             cand[r].append(rows)
+    rnd = 0
     while True:  # lines 33-38
+        at_boundary(u, "overdelete", s, rnd)
+        rnd += 1
         delta: dict[str, RowSet] = {}
         for r in s.relations:
             nd = st.not_deleted(r, u.union(r, cand[r]))

@@ -53,9 +53,13 @@ def default_algorithm(engine: Any) -> str:
 
 
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
-                 algorithm: str | None = None) -> UpdateStats:
+                 algorithm: str | None = None, boundary: Any = None) -> UpdateStats:
     """Apply E⁻ = ``delete`` and E⁺ = ``insert`` (encoded columns and row count per
-    relation) to a materialised engine with ``algorithm``; returns what it did."""
+    relation) to a materialised engine with ``algorithm``; returns what it did.
+
+    ``boundary`` (``fdu.Boundary``) is called at round boundaries of the incremental
+    algorithms: it may inject additions or raise ``fdu.Restart`` (the state is restored).
+    A change that is empty after normalisation runs no round (incremental algorithms)."""
     t0 = time.perf_counter()
     alg = algorithm or default_algorithm(engine)
     eq = getattr(engine, "equality", None)
@@ -75,7 +79,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
     if twin.wanted(engine, changed, alg, _NEEDS.get(alg, 0)):  # a small change on a GPU
         t = engine.twin()
-        stats = apply_update(t.to_host(), insert, delete, algorithm)
+        stats = apply_update(t.to_host(), insert, delete, algorithm, boundary)
         t.host_updated()
         stats.device = f"{engine.be.name} (host twin)"
         stats.seconds = time.perf_counter() - t0
@@ -136,7 +140,10 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) 
                 new_e[name] = ne.compacted() if ne.worth_compacting() else ne
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
-        if eq is not None and not stats.deleted and engine.can_continue():
+        if not (stats.deleted or stats.inserted) and not alg.startswith("remat") \
+                and engine.materialised:
+            pass  # nothing changes: no round (a queue that cancelled itself)
+        elif eq is not None and not stats.deleted and engine.can_continue():
             engine.explicit = new_e  # insertions only: Mat≈ continues (paper 001 §1)
             stats.derivations = engine.continue_insert(e_plus)
             stats.algorithm = "mat≈"
@@ -151,7 +158,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) 
                 stats.note = ("Remat≈: rematerialised by rewriting (deletions with equality "
                               "are not maintained incrementally yet)")
         else:
-            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats)
+            _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, boundary)
     except BaseException:
         engine.state = saved
         raise
@@ -164,7 +171,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) 
 
 def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                      e_plus: dict[str, RowSet], new_e: dict[str, RowSet],
-                     stats: UpdateStats) -> None:
+                     stats: UpdateStats, boundary: Any = None) -> None:
     from . import forward_algorithms as F
 
     need = _NEEDS[alg]
@@ -194,7 +201,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                                   if m.kind != "seminaive"]
     u = F.Update(engine.evaluator, state, engine.strata, engine.explicit, e_minus, e_plus,
                  {n: r.arity for n, r in engine.program.relations.items()}, stats,
-                 modules)
+                 modules, boundary, new_e)
     # every algorithm's multisets and backward steps accept compacted outputs
     from .engine import keep_counts
 

@@ -90,6 +90,14 @@ class UpdateStats:
     note: str = ""
     oom_retries: int = 0  # device out of memory: evaluations retried with smaller chunks
     fallback: str = ""  # ... and why the update was redone on the CPU ("" if it was not)
+    # fully dynamic updates (fdu.py, host/update_queue.py): rounds run (overdeletion and
+    # insertion), updates composed into this one, injected into it mid-way, attempts
+    # aborted (and so restarted with the composed change)
+    rounds: int = 0
+    composed: int = 1
+    injected: int = 0
+    aborted: int = 0
+    restarted: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)

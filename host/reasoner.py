@@ -25,6 +25,7 @@ from .lang.parser import ParsedProgram, parse_program
 
 if TYPE_CHECKING:
     from .explain import Proof
+    from .update_queue import UpdateHandle, UpdateQueue
 
 
 class Reasoner:
@@ -85,6 +86,7 @@ class Reasoner:
         self.expand = True
         self.stats: MaterialisationStats | None = None
         self.load_seconds = 0.0
+        self._queue: UpdateQueue | None = None  # submit()'s update queue, made on first use
         for name, rows in self.program.facts.items():
             self._add_python_rows(name, rows)
 
@@ -307,6 +309,32 @@ class Reasoner:
             self._relation(name)
         self._ensure()
         return apply_update(self.engine, dict(insert), dict(delete), algorithm)
+
+    def submit(self, insert: Mapping[str, Any] | None = None,
+               delete: Mapping[str, Any] | None = None, *, batch_id: Any = None
+               ) -> UpdateHandle:
+        """Queue an update and return at once: a handle whose ``done()``/``wait()`` say
+        when the change is visible.  Updates submitted while another runs are composed
+        (paper 004, :mod:`host.update_queue`); the result equals applying them one after
+        the other.  :meth:`update_queue` chooses the policy and algorithm."""
+        self._ensure()
+        if getattr(self, "_queue", None) is None:
+            self.update_queue()
+        ins = {n: self._encode(n, d) for n, d in (insert or {}).items()}
+        dele = {n: self._encode(n, d) for n, d in (delete or {}).items()}
+        return self._queue.submit(ins, dele, batch_id)
+
+    def update_queue(self, *, policy: str = "inject", algorithm: str | None = None,
+                     background: bool = True, max_restarts: int = 2) -> UpdateQueue:
+        """(Re)configure the queue :meth:`submit` uses (what was pending is applied
+        first): ``policy`` ``wait``, ``inject`` or ``restart``."""
+        from .update_queue import reasoner_queue
+
+        if getattr(self, "_queue", None) is not None:
+            self._queue.close()
+        self._queue = reasoner_queue(self, policy=policy, algorithm=algorithm,
+                                     background=background, max_restarts=max_restarts)
+        return self._queue
 
     def counters(self, name: str) -> pa.Table:
         """The facts of ``name`` with their derivation counters ``c_nr`` (explicit

@@ -1,0 +1,268 @@
+"""An update queue with composition, injection and abort-and-restart (paper 004, FDU-lite).
+
+Updates are submitted (:meth:`UpdateQueue.submit`) while another may be running.  The
+queue's worker takes *everything* pending, composes it in order (:func:`gpu_engine.fdu.compose`:
+an insertion later deleted, or a deletion later undone, costs nothing) and applies it as
+one update.  While that update runs, new submissions are handled at its round boundaries
+by the queue's ``policy``:
+
+* ``"wait"``: they wait for the next composed update (strictly, no interaction).
+* ``"inject"`` (default): the leading pending updates that only insert join the running
+  insertion phase (``RoundPoint.inject``: their additions become part of the current Δ,
+  c_nr bumped as at an update's start); everything else waits.
+* ``"restart"``: as ``"inject"``, and a pending update that deletes aborts the running
+  update (``fdu.Restart``: the engine state is restored, nothing is left behind), which is
+  rerun as the composition of the aborted change and everything pending.  At most
+  ``max_restarts`` aborts per update, then the rest waits (so every update finishes).
+
+Every handle of a composed (or injected) update resolves together, when its change is
+visible (``UpdateHandle.visible_at``); they share one :class:`UpdateStats` whose
+``composed``, ``injected``, ``aborted`` and ``restarted`` say what the queue did.  An
+update that fails fails every handle composed into it; the engine keeps its last state.
+
+``background=True`` runs a worker thread (``Reasoner.submit``); ``background=False``
+processes only in :meth:`UpdateQueue.drain` (the tests, the store's spool).  Reading the
+engine while a background update runs is not supported: wait on the handle first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_engine.fdu import Change, Encoded, Restart, RoundPoint, compose, is_insertion_only
+from gpu_engine.stats import UpdateStats
+
+POLICIES = ("wait", "inject", "restart")
+
+Apply = Callable[[Encoded, Encoded, Callable[[RoundPoint], None]], UpdateStats]
+
+
+@dataclass
+class UpdateHandle:
+    """One submitted update: ``done()``, ``wait()``, and when it became visible."""
+
+    seq: int
+    change: Change
+    batch_id: Any = None
+    submitted_at: float = field(default_factory=time.perf_counter)
+    visible_at: float | None = None
+    stats: UpdateStats | None = None
+    error: BaseException | None = None
+    _event: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def done(self) -> bool:
+        """Whether the update was applied (its change is visible) or failed."""
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> UpdateStats:
+        """Block until the change is visible; returns the statistics of the (composed)
+        update that applied it, or raises its error."""
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"update {self.seq} not applied after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        assert self.stats is not None
+        return self.stats
+
+    result = wait
+
+    @property
+    def delay(self) -> float | None:
+        """Seconds from submission to visibility."""
+        return None if self.visible_at is None else self.visible_at - self.submitted_at
+
+
+class UpdateQueue:
+    """Composes submitted updates and applies them with ``apply(insert, delete, hook)``."""
+
+    def __init__(self, apply: Apply, arity: Mapping[str, int], *, policy: str = "inject",
+                 max_restarts: int = 2, background: bool = True,
+                 on_boundary: Callable[[RoundPoint], None] | None = None,
+                 on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None
+                 ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.apply = apply
+        self.arity = dict(arity)
+        self.policy = policy
+        self.max_restarts = max_restarts
+        self.background = background
+        self.on_boundary = on_boundary  # called first at every boundary (tests: arrivals)
+        self.on_commit = on_commit
+        self.pending: list[UpdateHandle] = []
+        self.history: list[UpdateStats] = []
+        self._seq = 0
+        self._lock = threading.Condition()
+        self._running: list[UpdateHandle] | None = None
+        self._restarts = 0
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    # --- submitting -------------------------------------------------------------------
+
+    def submit(self, insert: Encoded | None = None, delete: Encoded | None = None,
+               batch_id: Any = None) -> UpdateHandle:
+        """Queue an update (encoded E⁺, E⁻ per relation); returns its handle."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the update queue is closed")
+            h = UpdateHandle(self._seq, (dict(insert or {}), dict(delete or {})), batch_id)
+            self._seq += 1
+            self.pending.append(h)
+            if self.background:
+                self._start()
+                self._lock.notify_all()
+        return h
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything submitted so far is applied (``drain`` when not in the
+        background)."""
+        if not self.background:
+            self.drain()
+            return
+        with self._lock:
+            last = self.pending[-1] if self.pending else None
+        if last is not None:
+            last._event.wait(timeout)
+        with self._lock:
+            while self._running is not None or self.pending:
+                self._lock.wait(0.05)
+
+    def close(self) -> None:
+        """Apply what is pending, then stop the worker."""
+        self.flush()
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    # --- processing -------------------------------------------------------------------
+
+    def drain(self) -> list[UpdateStats]:
+        """Apply everything pending in the calling thread (composed updates until the queue
+        is empty); returns their statistics."""
+        out = []
+        while True:
+            with self._lock:
+                if not self.pending:
+                    return out
+                batch, self.pending = self.pending, []
+                self._running = batch
+            out.append(self._run(batch))
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._worker, name="gpu-engine-updates",
+                                            daemon=True)
+            self._thread.start()
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                while not self.pending and not self._closed:
+                    self._lock.wait()
+                if not self.pending:
+                    return
+                batch, self.pending = self.pending, []
+                self._running = batch
+            self._run(batch)
+
+    def _run(self, batch: list[UpdateHandle]) -> UpdateStats:
+        """Apply ``batch`` (composed), restarting on ``Restart``; resolve its handles."""
+        aborted = 0
+        self._restarts = 0
+        while True:
+            n_before = len(batch)
+            ins, dele = compose([h.change for h in batch], self.arity)
+            try:
+                stats = self.apply(ins, dele, self._hook)
+            except Restart:
+                aborted += 1
+                self._restarts += 1
+                with self._lock:  # the aborted change and everything pending, in order
+                    assert self._running is not None
+                    batch = self._running + self.pending
+                    self.pending = []
+                    self._running = batch
+                continue
+            except BaseException as e:  # every composed handle fails; the state is restored
+                with self._lock:
+                    handles = list(self._running or batch)
+                    self._running = None
+                    self._lock.notify_all()
+                for h in handles:
+                    h.error = e
+                    h._event.set()
+                if not self.background:
+                    raise
+                return UpdateStats(algorithm="", device="", note=f"failed: {e}")
+            break
+        with self._lock:
+            handles = list(self._running or batch)
+            self._running = None
+        stats.composed = len(handles)
+        stats.injected = len(handles) - n_before
+        stats.aborted = aborted
+        stats.restarted = aborted
+        if self.on_commit is not None:
+            self.on_commit(handles, stats)
+        now = time.perf_counter()
+        for h in handles:
+            h.stats = stats
+            h.visible_at = now
+            h._event.set()
+        self.history.append(stats)
+        with self._lock:
+            self._lock.notify_all()
+        return stats
+
+    def _hook(self, point: RoundPoint) -> None:
+        """A round boundary of the running update: arrivals (tests), then the policy."""
+        if self.on_boundary is not None:
+            self.on_boundary(point)
+        if self.policy == "wait":
+            return
+        with self._lock:
+            if not self.pending or self._running is None:
+                return
+            refused = False
+            if point.inject is not None:
+                k = 0
+                while k < len(self.pending) and is_insertion_only(self.pending[k].change):
+                    k += 1
+                if k:
+                    ins, _ = compose([h.change for h in self.pending[:k]], self.arity)
+                    if point.inject(ins):
+                        self._running.extend(self.pending[:k])
+                        del self.pending[:k]
+                    else:
+                        refused = True
+            # abort for a deletion, or for additions touching what the update deletes
+            if (self.policy == "restart" and self.pending
+                    and (refused or not is_insertion_only(self.pending[0].change))
+                    and self._restarts < self.max_restarts):
+                raise Restart()
+
+
+__all__ = ["POLICIES", "UpdateHandle", "UpdateQueue"]
+
+
+def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | None = None,
+                   background: bool = True, max_restarts: int = 2) -> UpdateQueue:
+    """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``."""
+    from gpu_engine.maintenance import apply_update
+
+    def apply(ins: Encoded, dele: Encoded, hook: Callable[[RoundPoint], None]) -> UpdateStats:
+        return apply_update(reasoner.engine, ins, dele, algorithm, hook)
+
+    arity = {n: r.arity for n, r in reasoner.program.relations.items()}
+    return UpdateQueue(apply, arity, policy=policy, background=background,
+                       max_restarts=max_restarts)
+
+
+__all__ += ["reasoner_queue"]

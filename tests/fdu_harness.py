@@ -1,0 +1,188 @@
+"""Differential harness of fully dynamic updates (paper 004, issue 17).
+
+A case: a generated program, 3-10 generated updates, an algorithm, modules on or off, a
+queue policy (wait, inject, restart) and an arrival schedule: update ``i`` arrives ``gap[i]``
+round boundaries after update ``i - 1`` did (0: together with it, so they are composed; a
+gap past the end of the running update: it arrives when the queue is idle).  The updates
+go through an :class:`~gpu_engine.host.update_queue.UpdateQueue` that processes in the
+calling thread, arrivals being submitted from its boundary hook.  The judge: strictly
+sequential application (``Reasoner.update`` one by one, same algorithm) and a fresh
+materialisation of the final E: relations, explicit facts and counters must be equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generators import Program, Update, engine_facts, programs, render_program, updates
+from gpu_engine.host.reasoner import Reasoner
+from gpu_engine.host.update_queue import POLICIES, reasoner_queue
+from hypothesis import strategies as st
+from test_update import counters_of, engine_update, explicit_of, non_recursive, relations_of
+
+ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
+NEVER = 10**9  # a gap that no update reaches: the next update arrives when idle
+
+
+@dataclass
+class Case:
+    program: Program
+    updates: list[Update]
+    algorithm: str
+    modules: str
+    policy: str
+    gaps: list[int]  # gaps[i]: boundaries between the arrivals of updates i-1 and i
+
+    def describe(self) -> str:
+        ups = "\n".join(f"  U{i} (gap {g}): {u.describe()}"
+                        for i, (u, g) in enumerate(zip(self.updates, self.gaps)))
+        return (f"algorithm={self.algorithm} modules={self.modules} policy={self.policy}\n"
+                f"{render_program(self.program)}\n{ups}")
+
+
+@dataclass
+class Outcome:
+    problems: list[str]
+    boundaries: int = 0
+    stats: list[Any] = field(default_factory=list)
+
+    @property
+    def composed(self) -> int:
+        return sum(s.composed - 1 - s.injected for s in self.stats)
+
+    @property
+    def injected(self) -> int:
+        return sum(s.injected for s in self.stats)
+
+    @property
+    def aborted(self) -> int:
+        return sum(s.aborted for s in self.stats)
+
+
+def _reasoner(program: Program, modules: str) -> Reasoner:
+    r = Reasoner(render_program(program), device="cpu", counting=True, modules=modules)
+    for name, facts in engine_facts(program).items():
+        r.add_facts(name, facts)
+    r.materialise()
+    return r
+
+
+@st.composite
+def cases(draw: Any, max_updates: int = 10, gap_max: int = 8) -> Case:
+    """A program, 3-``max_updates`` updates and a schedule (updates drawn against the
+    explicit facts as they evolve, so they delete present facts and re-insert deleted ones)."""
+    program = draw(programs(max_relations=4, max_rules=5, max_facts=12))
+    algorithm = draw(st.sampled_from(ALGORITHMS))
+    if algorithm == "counting":
+        program = non_recursive(program)
+    explicit = {rel.name: set() for rel in program.relations}
+    for name, rows in program.facts.items():
+        explicit[name] |= set(rows)
+    ups: list[Update] = []
+    for _ in range(draw(st.integers(3, max_updates))):
+        u = draw(updates(program, explicit, explicit, max_relations=2, max_rows=4))
+        ups.append(u)
+        for name, rows in u.delete.items():
+            explicit[name] -= set(rows)
+        for name, rows in u.insert.items():
+            explicit[name] |= set(rows)
+    gaps = [0] + [draw(st.sampled_from([0, 1, 2, 3, 4, 6, NEVER])) for _ in ups[1:]]
+    return Case(program, ups, algorithm, draw(st.sampled_from(["auto", "off"])),
+                draw(st.sampled_from(POLICIES)), gaps)
+
+
+def sequential(case: Case) -> Reasoner | None:
+    """Strictly consecutive application; None when the algorithm refuses the program."""
+    r = _reasoner(case.program, case.modules)
+    for u in case.updates:
+        ins, dele = engine_update(u, case.program)
+        try:
+            r.update(insert=ins, delete=dele, algorithm=case.algorithm)
+        except ValueError as e:
+            if "recurs" in str(e).lower():
+                return None
+            raise
+    return r
+
+
+def run_queued(case: Case) -> tuple[Reasoner, Outcome]:
+    """Apply the case's updates through a queue with its arrival schedule."""
+    r = _reasoner(case.program, case.modules)
+    out = Outcome([])
+    encoded = []
+    for u in case.updates:
+        ins, dele = engine_update(u, case.program)
+        encoded.append(({n: r._encode(n, d) for n, d in ins.items()},
+                        {n: r._encode(n, d) for n, d in dele.items()}))
+    q = reasoner_queue(r, policy=case.policy, algorithm=case.algorithm, background=False)
+    n = len(encoded)
+    state = {"b": 0, "next": 0, "target": 0}
+
+    def arrive() -> None:
+        while state["next"] < n and state["b"] >= state["target"]:
+            k = state["next"]
+            q.submit(*encoded[k], batch_id=k)
+            state["next"] = k + 1
+            if k + 1 < n:
+                g = case.gaps[k + 1]
+                state["target"] = NEVER * 2 if g >= NEVER else state["b"] + g
+
+    def on_boundary(_point: Any) -> None:
+        state["b"] += 1
+        out.boundaries += 1
+        arrive()
+
+    q.on_boundary = on_boundary
+    arrive()
+    while True:
+        out.stats += q.drain()
+        if state["next"] >= n:
+            break
+        state["target"] = state["b"]  # the queue is idle: the next update arrives now
+        arrive()
+    return r, out
+
+
+def check(case: Case) -> Outcome | None:
+    """Run a case; None when the algorithm refuses the program (Counting, recursion)."""
+    seq = sequential(case)
+    if seq is None:
+        return None
+    got, out = run_queued(case)
+    p = case.program
+    fresh = _reasoner(_with_explicit(p, explicit_of(seq, p)), case.modules)
+    want_rel, want_e = relations_of(seq, p), explicit_of(seq, p)
+    for what, w, g in (("relations", want_rel, relations_of(got, p)),
+                       ("explicit", want_e, explicit_of(got, p)),
+                       ("fresh materialisation", relations_of(fresh, p), relations_of(got, p))):
+        for name in w:
+            if w[name] != g[name]:
+                out.problems.append(f"{what} {name}: missing {sorted(w[name] - g[name])[:8]}, "
+                                    f"extra {sorted(g[name] - w[name])[:8]}")
+    if not out.problems and seq.engine.counting and seq.engine.counting == got.engine.counting:
+        modular = got.engine.modular_relations() | seq.engine.modular_relations()
+        for rel in p.relations:
+            if rel.eqrel:
+                continue
+            a, b = counters_of(seq, rel), counters_of(got, rel)
+            if seq.engine.counting < 2 or rel.name in modular:
+                a = {k: (v[0], 0) for k, v in a.items()}
+                b = {k: (v[0], 0) for k, v in b.items()}
+            if a != b:
+                bad = [(k, a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)]
+                out.problems.append(f"counters {rel.name}: (row, sequential, queued) {bad[:8]}")
+    return out
+
+
+def _with_explicit(program: Program, explicit: dict[str, set]) -> Program:
+    from dataclasses import replace
+
+    arity = {rel.name: rel.arity for rel in program.relations}
+    return replace(program, facts={n: sorted(rows, key=repr) for n, rows in explicit.items()
+                                   if rows and arity[n]},
+                   inline_facts={n: [()] for n, rows in explicit.items()
+                                 if rows and not arity[n]})
+
+
+__all__ = ["ALGORITHMS", "Case", "Outcome", "cases", "check", "run_queued", "sequential"]

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
@@ -64,6 +64,12 @@ fuzz-aggregates: $(STAMP)
 fuzz-inputs: $(STAMP)
 	$(PY) -m benchmarks.campaigns.inputs --n $(or $(N),10000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_inputs.jsonl
+
+## fuzz-fdu: N injection schedules (default 1000) of queued, composed, injected and
+##   restarted updates against strictly sequential application (issue 17); one JSON line
+fuzz-fdu: $(STAMP)
+	$(PY) -m benchmarks.campaigns.fdu --n $(or $(N),1000) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_fdu.jsonl
 
 ## faults: N injected faults (default 210: SIGKILL, ENOSPC on a tmpfs, EIO, read-only
 ##   folders, concurrent writers) during run --store / update / export; as root for tmpfs

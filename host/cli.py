@@ -480,32 +480,56 @@ def _explain(args: argparse.Namespace) -> int:
 def _update(args: argparse.Namespace) -> int:
     """``update STORE --insert DIR --delete DIR``: maintain, commit, then write outputs.
 
-    Any error before the commit leaves the store exactly as it was."""
-    from .store import StoreError, current_version, open_store, save_store, store_lock
+    The update is spooled first (``host/update_spool.py``); the process holding the store's
+    lock composes every spooled update and commits them as one version, so updates from
+    several processes at once cost one maintenance.  Any error before the commit leaves
+    the store exactly as it was."""
+    from . import update_spool as spool
+    from .store import StoreError, current_version, open_store, read_meta, save_store, store_lock
 
     if current_version(args.store) is None:  # never create a lock file in a non-store
         raise StoreError(f"store {args.store} does not exist or has no committed version")
     t0 = time.perf_counter()
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
-    with progress, store_lock(args.store):  # load-update-commit runs alone on the store
-        progress.status("loading the store")
-        r = open_store(args.store, device=args.device)
-        r.expand = not args.no_expand
-        if args.modules and args.modules != r.engine.modules:
-            r.engine.set_modules(args.modules)
-        marks = {"load_store": time.perf_counter()}
-        progress.status("reading facts")
-        insert = _read_update_facts(r, args.insert, args.format) if args.insert else {}
-        delete = _read_update_facts(r, args.delete, args.format) if args.delete else {}
-        marks["read_facts"] = time.perf_counter()
-        progress.status("updating")
-        stats = r.update_encoded(insert, delete, args.algorithm)
-        marks["update"] = time.perf_counter()
-        outputs = _render_outputs(r, args.output, args.format) if args.output else None
-        marks["render"] = time.perf_counter()
-        progress.status("committing")
-        save_store(r, args.store)
-        marks["commit"] = time.perf_counter()
+    entry = spool.spool_update(args.store, args.insert, args.delete,
+                               {"algorithm": args.algorithm, "modules": args.modules,
+                                "format": args.format})
+    outputs = None
+    try:
+        with progress, store_lock(args.store):  # load-update-commit runs alone on the store
+            spool.settle(args.store, read_meta(args.store).get("extra", {})
+                         .get("fdu_applied", []))
+            stats = spool.take_result(args.store, entry)  # another process applied it
+            if stats is None:
+                progress.status("loading the store")
+                r = open_store(args.store, device=args.device)
+                r.expand = not args.no_expand
+                if args.modules and args.modules != r.engine.modules:
+                    r.engine.set_modules(args.modules)
+                marks = {"load_store": time.perf_counter()}
+                progress.status("updating")  # reads, composes and applies every spooled update
+                stats, applied = spool.apply_spool(
+                    r, args.store, entry, lambda rr, d, fmt: _read_update_facts(rr, str(d), fmt),
+                    (args.insert, args.delete))
+                marks["read_facts"] = marks["update"] = time.perf_counter()  # reading included
+                outputs = _render_outputs(r, args.output, args.format) if args.output else None
+                marks["render"] = time.perf_counter()
+                progress.status("committing")
+                save_store(r, args.store, extra={"fdu_applied": applied})
+                marks["commit"] = time.perf_counter()
+                spool.finish_all(r, args.store, entry)
+            else:
+                r = open_store(args.store, device=args.device) if (
+                    args.output or args.profile) else None
+                if r is not None:
+                    r.expand = not args.no_expand
+                marks = dict.fromkeys(("load_store", "read_facts", "update", "render",
+                                       "commit"), time.perf_counter())
+                if args.output:
+                    outputs = _render_outputs(r, args.output, args.format)
+    except BaseException:
+        spool.withdraw(args.store, entry)
+        raise
     if outputs is not None:
         _write_outputs(outputs, args.output)
     total = time.perf_counter() - t0
@@ -647,7 +671,7 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
     t.add_column("")
     t.add_column("", justify="right")
     for key in ("deleted", "inserted", "overdeleted", "rederived", "added", "facts",
-                "derivations"):
+                "derivations", "rounds", "composed", "injected", "aborted", "restarted"):
         t.add_row(key, f"{getattr(stats, key):,}")
     if stats.modules:
         t.add_row("modules", ", ".join(stats.modules))

@@ -1,0 +1,66 @@
+"""Fully dynamic updates (issue 17): N injection schedules against sequential application.
+
+Each seed draws a case of ``tests/fdu_harness.py`` (a generated program, 3-10 updates, an
+algorithm of the eight, modules on or off, a queue policy and an arrival schedule) and
+checks that the queued run equals strictly sequential application and a fresh
+materialisation (relations, explicit facts, counters).  A case that does not finish in
+``CASE_SECONDS`` counts as non-terminating.  One JSON line: cases, boundaries seen,
+updates composed / injected, attempts aborted, failures with reproducers.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+from .common import Campaign, CaseTimeout, DrawRejected, cli_args, draw, time_limit
+
+CASE_SECONDS = 120.0
+
+
+def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
+    """Run ``n`` schedules from ``seed``; returns (and appends to ``out``) the JSON line."""
+    from fdu_harness import cases, check
+
+    c = Campaign("fuzz-fdu", seed, n)
+    for s in range(seed, seed + n):
+        try:
+            case = draw(cases(), s)
+        except DrawRejected:
+            c.count("rejected_draws")
+            continue
+        repro = f"python -m benchmarks.campaigns.fdu --seed {s} --n 1\n{case.describe()}"
+        try:
+            with time_limit(CASE_SECONDS):
+                outcome = check(case)
+        except CaseTimeout as e:
+            c.fail("no_termination", s, str(e), repro)
+            continue
+        except Exception:  # noqa: BLE001 - the campaign records it
+            c.fail("traceback", s, traceback.format_exc(), repro)
+            continue
+        if outcome is None:
+            c.count("refused_by_algorithm")
+            continue
+        c.count("schedules")
+        c.count(f"algorithm_{case.algorithm}")
+        c.count(f"policy_{case.policy}")
+        c.count("updates", len(case.updates))
+        c.count("boundaries", outcome.boundaries)
+        c.count("composed", outcome.composed)
+        c.count("injected", outcome.injected)
+        c.count("aborted", outcome.aborted)
+        if outcome.problems:
+            c.fail("wrong", s, "\n".join(outcome.problems), repro)
+    return c.write(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli_args(argv, "fdu", 1000, "fuzz_fdu.jsonl")
+    line = run(args.n, args.seed, args.out)
+    return 1 if line["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -238,6 +238,7 @@ def test_streaming_micro_batches_update_a_store(spark, tmp_path: Path) -> None:
              .start())
         q.awaitTermination(120)
         assert q.exception() is None
+        sink.flush(120)  # coalesce=True: wait until the accepted batches are committed
 
     run_stream()
     batch_file(1, [2, 9], [3, 9], ["-", "+"])

@@ -180,13 +180,20 @@ class StreamingUpdateSink:
     to Spark, which stops the query.  Output relations (``.output`` ones by default)
     whose facts changed are written to ``output_dir`` as Parquet datasets
     (``<relation>/part-*.parquet``, replaced atomically) or as ``.csv`` text.
+
+    ``coalesce=True`` (the default, issue 17): a checked micro-batch is spooled durably and
+    the call returns; a background worker composes every spooled batch into one update and
+    commits it with all their batch ids (``host/stream_spool.py``), so batches arriving
+    faster than they are served share one maintenance and churn cancels.  ``flush()``
+    waits until everything accepted is visible (and raises a worker failure).
+    ``coalesce=False``: one update and one commit per micro-batch, inside the call.
     """
 
     def __init__(self, store_dir: str | Path, relation: str, *, op_column: str | None = "op",
                  output_dir: str | Path | None = None, output_format: str = "parquet",
                  outputs: list[str] | None = None, algorithm: str | None = None,
-                 device: str = "auto", on_update: Callable[[int, UpdateStats], None] | None = None
-                 ) -> None:
+                 device: str = "auto", on_update: Callable[[int, UpdateStats], None] | None = None,
+                 coalesce: bool = True) -> None:
         if output_format not in ("parquet", "file"):
             raise ValueError("output_format must be 'parquet' or 'file'")
         self.store_dir = Path(store_dir)
@@ -201,13 +208,71 @@ class StreamingUpdateSink:
         self.reasoner: Reasoner | None = None
         self._version: str | None = None
         self.history: list[dict[str, Any]] = []
+        self.coalesce = coalesce
+        self._spool: Any = None
+        self._checker: Any = None
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         self.apply(sa.to_arrow(batch), int(batch_id))
 
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every accepted micro-batch is committed (``coalesce=True``)."""
+        if self._spool is not None:
+            self._spool.flush(timeout)
+
+    def _coalesced(self, table: pa.Table, batch_id: int) -> None:
+        from ..stream_spool import CoalescingStore
+
+        if self._spool is None:
+            self._spool = CoalescingStore(self.store_dir, self.relation, self.op_column,
+                                          self.algorithm, self.device, self._committed)
+            self._spool.outputs = self.outputs
+        if not self._spool.apply(table, batch_id, self._check, self._last_committed):
+            self.history.append({"batch": batch_id, "skipped": True})
+
+    def _last_committed(self) -> int | None:
+        from ..store import current_version, read_meta
+
+        if current_version(self.store_dir) is None:
+            raise ProgramError(f"store {self.store_dir} has no committed version")
+        last = read_meta(self.store_dir).get("extra", {}).get("stream_batch")
+        return None if last is None else int(last)
+
+    def _check(self, table: pa.Table) -> None:
+        """Encode a batch into a scratch dictionary: a bad one raises before it is
+        accepted, and the real dictionary is touched only by the worker."""
+        from types import SimpleNamespace
+
+        from ..dictionary import SymbolTable
+        from ..reasoner import Reasoner
+        from ..store import current_version
+
+        if self._checker is None:
+            vdir = self.store_dir / str(current_version(self.store_dir))
+            self._checker = Reasoner((vdir / "program.dl").read_text(), device="cpu")
+        scratch = SimpleNamespace(_relation=self._checker._relation, symbols=SymbolTable())
+        split_changes(scratch, self.relation, table, self.op_column,  # type: ignore[arg-type]
+                      f"micro-batch for {self.relation}")
+
+    def _committed(self, r: Reasoner, ids: list[int], stats: UpdateStats,
+                   changed: list[str]) -> None:
+        if self.output_dir is not None and changed:
+            self._write(r, changed)
+        for b in ids:
+            self.history.append({"batch": b, "skipped": False, "changed": changed,
+                                 "inserted": stats.inserted, "deleted": stats.deleted,
+                                 "seconds": stats.seconds, "composed": len(ids)})
+            if self.on_update is not None:
+                self.on_update(b, stats)
+
     def apply(self, table: pa.Table, batch_id: int) -> UpdateStats | None:
-        """Apply one micro-batch (as Arrow); returns its statistics, None if skipped."""
+        """Apply one micro-batch (as Arrow); returns its statistics, None if skipped
+        (or, with ``coalesce``, accepted: its statistics come with the composed commit)."""
         from ..store import current_version, open_store, read_meta, save_store, store_lock
+
+        if self.coalesce:
+            self._coalesced(table, batch_id)
+            return None
 
         with store_lock(self.store_dir):
             cur = current_version(self.store_dir)

@@ -1,0 +1,158 @@
+"""Several ``gpu-engine update`` processes at once on one store (issue 17): the lock holder
+composes every spooled update and commits them as one version that records their names;
+processes killed before the commit leave the store and the spool as before."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpu_engine.host.cli import main
+from gpu_engine.host.store import current_version, open_store, read_meta, store_lock
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = """.decl edge(x:number, y:number)
+.input edge
+.decl path(x:number, y:number)
+.output path
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+"""
+
+
+def _dir(d: Path, files: dict[str, str]) -> Path:
+    d.mkdir(parents=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return d
+
+
+def _store(tmp_path: Path) -> Path:
+    prog = tmp_path / "p.dl"
+    prog.write_text(PROGRAM)
+    facts = _dir(tmp_path / "f", {"edge.facts": "".join(f"{i}\t{i + 1}\n" for i in range(5))})
+    store = tmp_path / "s"
+    assert main(["run", str(prog), "-F", str(facts), "-D", str(tmp_path / "o"),
+                 "--store", str(store)]) == 0
+    return store
+
+
+def _update(store: Path, *args: str | Path, stats: Path | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "gpu_engine.host.cli", "update", str(store), "--quiet",
+           *map(str, args)]
+    if stats is not None:
+        cmd += ["--stats-json", str(stats)]
+    return subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE)
+
+
+def _wait_entries(store: Path, n: int) -> None:
+    for _ in range(600):
+        spool = store / ".spool"
+        if spool.is_dir() and len([p for p in spool.iterdir()
+                                   if not p.name.startswith(".")]) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the updates were not spooled")
+
+
+def test_concurrent_updates_are_composed_into_one_commit(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    # U0 adds 5->6 and 6->7, U1 deletes 6->7 again (cancels), U2 deletes 0->1, U3 adds 9->10
+    dirs = [
+        ("--insert", _dir(tmp_path / "i0", {"edge.facts": "5\t6\n6\t7\n"})),
+        ("--delete", _dir(tmp_path / "d1", {"edge.facts": "6\t7\n"})),
+        ("--delete", _dir(tmp_path / "d2", {"edge.facts": "0\t1\n"})),
+        ("--insert", _dir(tmp_path / "i3", {"edge.facts": "9\t10\n"})),
+    ]
+    procs = []
+    with store_lock(store):  # hold the lock until all four are spooled
+        for k, (flag, d) in enumerate(dirs):
+            procs.append(_update(store, flag, d, stats=tmp_path / f"st{k}.json"))
+            _wait_entries(store, k + 1)  # arrival order = spool order
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    assert current_version(store) == "v00000002"  # one commit for all four
+    meta = read_meta(store)
+    assert len(meta["extra"]["fdu_applied"]) == 4
+    r = open_store(store, device="cpu")
+    edges = {tuple(x.values()) for x in r.relation("edge").to_pylist()}
+    assert edges == {(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (9, 10)}
+    stats = [json.loads((tmp_path / f"st{k}.json").read_text()) for k in range(4)]
+    assert all(s["composed"] == 4 for s in stats)
+    assert not (store / ".spool").exists()
+
+
+def test_killed_update_is_not_applied(tmp_path: Path) -> None:
+    """A process killed while waiting for the lock: its spooled update is discarded by the
+    next lock holder (it never reported success); the store is the old one."""
+    store = _store(tmp_path)
+    ins = _dir(tmp_path / "i", {"edge.facts": "7\t8\n"})
+    ins2 = _dir(tmp_path / "i2", {"edge.facts": "8\t9\n"})
+    with store_lock(store):
+        p = _update(store, "--insert", ins)
+        _wait_entries(store, 1)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert current_version(store) == "v00000001"
+    q = _update(store, "--insert", ins2)
+    _, err = q.communicate(timeout=120)
+    assert q.returncode == 0, err.decode()
+    edges = {tuple(x.values()) for x in open_store(store, device="cpu")
+             .relation("edge").to_pylist()}
+    assert (8, 9) in edges and (7, 8) not in edges
+    assert sorted(p.name for p in store.iterdir()) == ["CURRENT", "LOCK", "v00000002"]
+
+
+def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
+    """coalesce=True: batches are accepted at once, composed in the background and
+    committed with all their ids; the result equals applying them one by one."""
+    import numpy as np
+    import pyarrow as pa
+
+    from gpu_engine.host.reasoner import Reasoner
+    from gpu_engine.host.spark.exchange import StreamingUpdateSink
+
+    store = _store(tmp_path)
+    sink = StreamingUpdateSink(store, "edge", op_column="op", device="cpu")
+    judge = Reasoner(PROGRAM, device="cpu")
+    judge.add_facts("edge", np.array([[i, i + 1] for i in range(5)]))
+    judge.materialise()
+    rng = np.random.default_rng(0)
+    live: list[tuple[int, int]] = []
+    for b in range(30):
+        xs = [(int(x), int(x) + 1) for x in rng.integers(10, 60, 4)]
+        ops = ["+"] * len(xs)
+        if live:  # churn: remove facts added a few batches ago
+            xs += live[:2]
+            ops += ["-"] * len(live[:2])
+            live = live[2:]
+        live += xs[:4]
+        t = pa.table({"x": pa.array([a for a, _ in xs], pa.int32()),
+                      "y": pa.array([c for _, c in xs], pa.int32()), "op": ops})
+        assert sink.apply(t, b) is None
+        ins = np.array([p for p, o in zip(xs, ops) if o == "+"]).reshape(-1, 2)
+        dele = np.array([p for p, o in zip(xs, ops) if o == "-"]).reshape(-1, 2)
+        judge.update(insert={"edge": ins}, delete={"edge": dele} if len(dele) else None)
+    sink.flush(120)
+    assert sorted(h["batch"] for h in sink.history) == list(range(30))
+    meta = read_meta(store)
+    assert meta["extra"]["stream_batch"] == 29
+    r = open_store(store, device="cpu")
+    for name in ("edge", "path"):
+        assert r.relation(name).equals(judge.relation(name)), name
+    assert sink.apply(pa.table({"x": pa.array([1], pa.int32()), "y": pa.array([1], pa.int32()),
+                                "op": ["+"]}), 3) is None  # a replay: skipped
+    assert sink.history[-1] == {"batch": 3, "skipped": True}
+    import pytest
+
+    from gpu_engine.host.io import FactsError
+
+    with pytest.raises(FactsError, match="operation 'upsert'"):
+        sink.apply(pa.table({"x": pa.array([7], pa.int32()), "y": pa.array([8], pa.int32()),
+                             "op": ["upsert"]}), 31)
+    assert not (store / ".stream").exists() or not list((store / ".stream").iterdir())

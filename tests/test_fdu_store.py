@@ -113,7 +113,6 @@ def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
     committed with all their ids; the result equals applying them one by one."""
     import numpy as np
     import pyarrow as pa
-
     from gpu_engine.host.reasoner import Reasoner
     from gpu_engine.host.spark.exchange import StreamingUpdateSink
 
@@ -149,7 +148,6 @@ def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
                                 "op": ["+"]}), 3) is None  # a replay: skipped
     assert sink.history[-1] == {"batch": 3, "skipped": True}
     import pytest
-
     from gpu_engine.host.io import FactsError
 
     with pytest.raises(FactsError, match="operation 'upsert'"):

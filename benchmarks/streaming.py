@@ -149,6 +149,8 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             line = {**common, "mode": mode, "seconds": round(sum(times), 3),
                     "throughput_batches_per_s": round(len(times) / sum(times), 2),
                     "service_s": round(service, 4),
+                    "service_p99_s": round(float(np.percentile(times, 99)), 4),
+                    "service_max_s": round(float(max(times)), 4),
                     "delay_p50_s": round(float(np.percentile(delays, 50)), 4),
                     "delay_p99_s": round(float(np.percentile(delays, 99)), 4),
                     "updates_run": len(times), "matches_sequential": True,
@@ -188,6 +190,8 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                     "injected": sum(s.injected for s in hist),
                     "aborted": sum(s.aborted for s in hist),
                     "rounds": sum(s.rounds for s in hist),
+                    "update_s_p50": round(float(np.percentile([s.seconds for s in hist], 50)), 4),
+                    "update_s_max": round(float(max(s.seconds for s in hist)), 4),
                     "matches_sequential": got == want}
             seq = next(x for x in lines if x["mode"] == "sequential")
             line["throughput_vs_sequential"] = round(

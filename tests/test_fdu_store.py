@@ -154,3 +154,33 @@ def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
         sink.apply(pa.table({"x": pa.array([7], pa.int32()), "y": pa.array([8], pa.int32()),
                              "op": ["upsert"]}), 31)
     assert not (store / ".stream").exists() or not list((store / ".stream").iterdir())
+
+
+def test_lock_holder_killed_during_a_composed_update(tmp_path: Path) -> None:
+    """Two spooled updates; the process that takes the lock is killed at once (kill -9):
+    the other one finishes and the store holds base + B, or base + A + B when A's composed
+    commit got through, never a partial state."""
+    store = _store(tmp_path)
+    a = _dir(tmp_path / "a", {"edge.facts": "5\t6\n"})
+    b = _dir(tmp_path / "b", {"edge.facts": "6\t7\n"})
+    with store_lock(store):
+        pa_ = _update(store, "--insert", a)
+        _wait_entries(store, 1)
+        pb = _update(store, "--insert", b)
+        _wait_entries(store, 2)
+    time.sleep(0.3)
+    pa_.send_signal(signal.SIGKILL)
+    pa_.wait()
+    _, err = pb.communicate(timeout=120)
+    assert pb.returncode == 0, err.decode()
+    edges = {tuple(x.values()) for x in open_store(store, device="cpu")
+             .relation("edge").to_pylist()}
+    base = {(i, i + 1) for i in range(5)}
+    assert edges in (base | {(6, 7)}, base | {(5, 6), (6, 7)})
+    paths = {tuple(x.values()) for x in open_store(store, device="cpu")
+             .relation("path").to_pylist()}
+    assert ((0, 7) in paths) == ((5, 6) in edges)
+    # no pending entry is left (at most A's result file, when B applied A's update and A
+    # was killed before reading it: the next lock holder removes it)
+    spool = store / ".spool"
+    assert not spool.exists() or not [p for p in spool.iterdir() if p.is_dir()]

@@ -14,6 +14,10 @@ import re
 
 # every bug the campaigns found so far is fixed (issue 12 items 1-2 merged)
 KNOWN: list[tuple[str, str, str, str]] = [
+    ("fuzz-fdu", "no_termination", r"algorithm=dredc modules=auto.*eqrel",
+     "DRed^c-MOD (modules=auto) on a program with an eqrel relation does not finish a "
+     "deletion: plain sequential Reasoner.update hangs in modules.add (seed 759; "
+     "reproduces on main without the update queue)"),
 ]
 
 

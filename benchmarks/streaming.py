@@ -160,17 +160,9 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 raise SystemExit("run the sequential mode first (it sets the arrival rate)")
             q = r.update_queue(policy=mode)
             gap = service / args.speedup
-            handles = []
+            handles: list[Any] = []
             start = time.perf_counter()
-
-            def feed() -> None:
-                for i, (ins, dele) in enumerate(batches):
-                    delay = start + i * gap - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    handles.append(r.submit(insert={edb: ins}, delete={edb: dele}))
-
-            th = threading.Thread(target=feed)
+            th = threading.Thread(target=_feed, args=(r, edb, batches, start, gap, handles))
             th.start()
             th.join()
             for h in handles:
@@ -212,6 +204,16 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     lines.append(line)
     _emit(line, args.out)
     return lines
+
+
+def _feed(r: Any, edb: str, batches: list[tuple[pa.Table, pa.Table]], start: float,
+          gap: float, handles: list[Any]) -> None:
+    """Submit batch ``i`` at ``start + i * gap``."""
+    for i, (ins, dele) in enumerate(batches):
+        delay = start + i * gap - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        handles.append(r.submit(insert={edb: ins}, delete={edb: dele}))
 
 
 def _emit(line: dict[str, Any], out: str | None) -> None:

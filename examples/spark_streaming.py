@@ -70,6 +70,7 @@ def run(spark: Any, workdir: Path, batches: list[list[tuple[int, int, str]]] = B
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
+        sink.flush()  # the sink coalesces in the background: wait until it is committed
     final = open_store(store)
     return {"history": sink.history, "reach": final.relation_sizes()["reach"],
             "cycle": sorted(final.relation("cycle").column(0).to_pylist()),

@@ -89,16 +89,16 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError("the Counting algorithm handles non-recursive programs only, but "
                          f"{', '.join(rec.relations)} is recursive: use dredc or bfc")
     if engine.defer_fallback:
-        return _update(engine, insert, delete, alg, t0)
+        return _update(engine, insert, delete, alg, t0, boundary)
     pending = engine.evaluator.memory.take_fallback()  # (e.g. one while loading the store)
     retries0 = engine.evaluator.memory.retries
     if not engine.be.is_device:
-        stats = _update(engine, insert, delete, alg, t0)
+        stats = _update(engine, insert, delete, alg, t0, boundary)
         stats.fallback = pending
         return stats
     engine.defer_fallback = True  # a device OOM ends the update, which is redone on the CPU
     try:
-        stats = _update(engine, insert, delete, alg, t0)
+        stats = _update(engine, insert, delete, alg, t0, boundary)
         stats.oom_retries = engine.evaluator.memory.retries - retries0
         stats.fallback = pending
         return stats
@@ -110,13 +110,14 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         engine.defer_fallback = False
     fallback.move_to_cpu(engine, f"the {alg} update", text)  # from the restored snapshot
     why = engine.evaluator.memory.take_fallback()
-    stats = _update(engine, insert, delete, alg, t0)
+    stats = _update(engine, insert, delete, alg, t0, boundary)
     stats.oom_retries = engine.evaluator.memory.retries - retries0
     stats.fallback = "; ".join(x for x in (pending, why) if x)
     return stats
 
 
-def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float) -> UpdateStats:
+def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
+            boundary: Any = None) -> UpdateStats:
     """The update on the engine's backend; restores the state when anything fails."""
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     eq = getattr(engine, "equality", None)  # equality by rewriting: Mat≈ / Remat≈

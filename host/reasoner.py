@@ -52,7 +52,7 @@ class Reasoner:
     def __init__(self, program: str | Path | ProgramSource, device: str = "auto", *,
                  counting: bool = False, progress: Any = None, symbols: SymbolTable | None = None,
                  modules: str = "auto", backend: str = "local",
-                 word_size: int | None = None) -> None:
+                 word_size: int | None = None, decompose: str | None = None) -> None:
         if word_size is None:  # a ProgramSource read for 64-bit words keeps them
             word_size = program.options.word_size if isinstance(program, ProgramSource) else 32
         if word_size not in WORD_SIZES:
@@ -68,7 +68,7 @@ class Reasoner:
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.symbols.word_size = word_size  # the engine and the IO read values in it
         self.engine = Engine(self.program, self.backend, self.symbols, counting=counting,
-                             progress=progress, modules=modules)
+                             progress=progress, modules=modules, decompose=decompose)
         self.stats: MaterialisationStats | None = None
         self.load_seconds = 0.0
         for name, rows in self.program.facts.items():

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean
 
@@ -34,6 +34,13 @@ test: $(STAMP)
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest -q tests/test_fuzz.py
+
+## fuzz-hd: hypertree decompositions (paper 003): HD_EXAMPLES (default 1000) generated
+##   programs with cyclic bodies against decompose=off, and as many update sequences
+##   against the reference and rematerialisation
+fuzz-hd: $(STAMP)
+	HD_EXAMPLES=$${HD_EXAMPLES:-1000} $(PY) -m pytest -q tests/test_hd.py \
+	  -k "equals_standard or update_sequences" -p no:cacheprovider
 
 ## fuzz-programs: N generated programs (default 10000) against the reference evaluator;
 ##   one JSON line (counts, seeds, failures with reproducers) in benchmarks/results/

@@ -158,7 +158,7 @@ def _semijoin(be: Any, a: Table, b: Table, on: list[str]) -> Table:
     if not on:
         return a
     ka, kb = _keys(be, a, b, on)
-    keep = S.isin_sorted(be, ka, be.xp.unique(kb))
+    keep = S.isin_sorted(be, ka, be.xp.sort(kb))  # (sorting beats hashing for unique)
     return Table({v: c[keep] for v, c in a.cols.items()}, a.cnt[keep])
 
 

@@ -99,7 +99,12 @@ class HDModule:
                 self._stats[key] = (big, big)
             else:
                 rows = rs.compact()
-                d = len(rows.be.xp.unique(rows.cols[col])) if rows.arity else 1
+                xp = rows.be.xp
+                if rows.arity:  # column 0 of a run is sorted; others are sorted here
+                    c = rows.cols[col] if col == 0 else xp.sort(rows.cols[col])
+                    d = 1 + int(xp.count_nonzero(c[1:] != c[:-1]))
+                else:
+                    d = 1
                 self._stats[key] = (n, d)
         return self._stats[key]
 

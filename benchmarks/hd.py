@@ -123,9 +123,9 @@ def pc_job(spec: dict[str, Any]) -> dict[str, Any]:
 
 def lubm_job(spec: dict[str, Any]) -> dict[str, Any]:
     import pyarrow as pa
+    from gpu_engine.host.ntriples import read_ntriples
 
     from gpu_engine import Reasoner
-    from gpu_engine.host.ntriples import read_ntriples
 
     text = (REPO_ROOT / "examples" / "lubm" / "LUBM_L.dl").read_text()
     if spec["rules"] == "L+C":

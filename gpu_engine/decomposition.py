@@ -17,9 +17,11 @@ instantiations per rule instance, which the derivation counters of DRed^c need. 
 "complex", hw > 1) is the same test.
 
 Comparisons and negations go to a node whose atoms bind all their variables (a negation's
-other variables are existential); a rule where some literal fits no node of any
-partition of width ≤ ``MAX_WIDTH``, or whose body binds variables outside positive atoms
-(``x = expr`` introducing a variable, ``range``), is not decomposed.
+other variables are existential); a comparison that fits no node is applied in the
+cross-node join at the first node where its variables meet (they count as head variables
+until then); a partition where a negation fits no node is not considered, and a rule whose
+body binds variables outside positive atoms (``x = expr`` introducing a variable,
+``range``) is not decomposed.
 
 The search (per rule, Python, once): partitions of the atoms into blocks of at most w
 atoms for w = 1, 2, ... (the first w with a valid tree is the minimal width); among the
@@ -94,10 +96,11 @@ def _atom_vars(a: Atom) -> frozenset[str]:
     return frozenset(t.name for t in a.args if isinstance(t, Var))
 
 
-def literal_needs(rule: Rule) -> list[frozenset[str]] | None:
-    """For each non-atom body literal (in body order), the variables a node must bind to
-    evaluate it; None when the rule cannot be decomposed (a literal binds a variable that
-    no positive atom binds)."""
+def literal_needs(rule: Rule) -> list[tuple[frozenset[str], bool]] | None:
+    """For each non-atom body literal (in body order), the variables it reads and whether
+    it is a comparison (which may also be applied in the cross-node join, where its
+    variables meet); None when the rule cannot be decomposed (a literal binds a variable
+    that no positive atom binds)."""
     bound: set[str] = set()
     for a in positive_atoms(rule):
         bound |= _atom_vars(a)
@@ -109,12 +112,12 @@ def literal_needs(rule: Rule) -> list[frozenset[str]] | None:
             vs = set()
             for t in lit.atom.args:
                 vs |= term_vars(t)
-            out.append(frozenset(vs & bound))  # the others are existential
+            out.append((frozenset(vs & bound), False))  # the others are existential
         elif isinstance(lit, Compare):
             vs = term_vars(lit.left) | term_vars(lit.right)
             if not vs <= bound:
                 return None
-            out.append(frozenset(vs))
+            out.append((frozenset(vs), True))
         else:
             return None
     return out
@@ -186,14 +189,16 @@ def _tree(chis: list[frozenset[str]]) -> list[int] | None:
     return parent
 
 
-def _candidate(rule: Rule, blocks: list[list[int]], needs: list[frozenset[str]]
+def _candidate(rule: Rule, blocks: list[list[int]], needs: list[tuple[frozenset[str], bool]]
                ) -> tuple[list[frozenset[str]], list[int]] | None:
     atoms = positive_atoms(rule)
     head = _head_vars(rule)
     lam = [frozenset().union(*(_atom_vars(atoms[i]) for i in b)) for b in blocks]
-    for need in needs:  # every comparison / negation fits some node
-        if not any(need <= vs for vs in lam):
-            return None
+    for need, is_cmp in needs:  # a negation fits some node; a comparison that fits
+        if not any(need <= vs for vs in lam):  # none is applied where its variables
+            if not is_cmp:  # meet in the cross-node join: they are kept until then
+                return None
+            head = head | need
     chis = []
     for p, vs in enumerate(lam):
         others = frozenset().union(*(lam[q] for q in range(len(lam)) if q != p))

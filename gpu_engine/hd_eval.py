@@ -52,6 +52,7 @@ from gpu_engine.kernels import sets as S
 from gpu_engine.kernels.backend import INDEX
 
 from .decomposition import Decomposition, positive_atoms
+from .expr import term_vars
 from .ir import Atom, Negation, Rule, Var
 from .rowset import RowSet
 from .runs import RunSet
@@ -85,11 +86,10 @@ class HDPlan:
     node_negs: list[list[int]]  # positions among the negated literals, per node
     node_rules: list[Rule]  # #bag_p(χ(p)) :- λ(p), filters_p
     head_vars: tuple[str, ...]
+    cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
 
     @staticmethod
     def build(rule: Rule, dec: Decomposition) -> HDPlan:
-        from .expr import term_vars
-
         atoms = positive_atoms(rule)
         k = len(dec.nodes)
         lam_vars = [set().union(*({t.name for t in atoms[i].args if isinstance(t, Var)}
@@ -98,6 +98,7 @@ class HDPlan:
         body: list[list[Any]] = [[] for _ in range(k)]
         negs: list[list[int]] = [[] for _ in range(k)]
         ai = ni = 0
+        cross: list[Any] = []
         bound = set().union(*lam_vars)
         for lit in rule.body:
             if isinstance(lit, Atom):
@@ -111,7 +112,10 @@ class HDPlan:
             else:
                 vs = term_vars(lit.left) | term_vars(lit.right)  # type: ignore[union-attr]
             vs &= bound
-            p = next(q for q in range(k) if vs <= lam_vars[q])
+            p = next((q for q in range(k) if vs <= lam_vars[q]), -1)
+            if p < 0:  # a comparison across nodes
+                cross.append(lit)
+                continue
             body[p].append(lit)
             if isinstance(lit, Negation):
                 negs[p].append(ni)
@@ -123,7 +127,8 @@ class HDPlan:
             for v in sorted(term_vars(t)):
                 if v not in hv:
                     hv.append(v)
-        return HDPlan(rule, dec, [list(n) for n in dec.nodes], negs, node_rules, tuple(hv))
+        return HDPlan(rule, dec, [list(n) for n in dec.nodes], negs, node_rules, tuple(hv),
+                      cross)
 
 
 def _shared(a: tuple[str, ...] | list[str], b: Any) -> list[str]:
@@ -162,10 +167,10 @@ def _semijoin(be: Any, a: Table, b: Table, on: list[str]) -> Table:
     return Table({v: c[keep] for v, c in a.cols.items()}, a.cnt[keep])
 
 
-def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list[str]
-                ) -> Table:
-    """π_keep(a ⋈ b) with counts multiplied then summed, chunk by chunk (sort-merge join
-    by binary-search expansion)."""
+def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list[str],
+                filters: list[Any] = ()) -> Table:  # type: ignore[assignment]
+    """π_keep(σ_filters(a ⋈ b)) with counts multiplied then summed, chunk by chunk
+    (sort-merge join by binary-search expansion)."""
     be, xp = ev.be, ev.be.xp
     if len(a) == 0 or len(b) == 0:
         return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
@@ -176,10 +181,19 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
     for pi, bpos in J.join_chunks(be, lo, counts):
         bi = order[bpos]
         ev.note_rows(len(pi))
+        cnt = a.cnt[pi] * b.cnt[bi]
+        if filters:
+            fv = set().union(*(term_vars(f.left) | term_vars(f.right) for f in filters))
+            env = {v: (a.cols[v][pi] if v in a.cols else b.cols[v][bi]) for v in fv}
+            ok = None
+            for f in filters:
+                mk = ev.expr.compare(f, env, len(pi))
+                ok = mk if ok is None else ok & mk
+            pi, bi, cnt = pi[ok], bi[ok], cnt[ok]
         cols = {}
         for v in keep:
             cols[v] = a.cols[v][pi] if v in a.cols else b.cols[v][bi]
-        parts.append(_group(be, Table(cols, a.cnt[pi] * b.cnt[bi]), keep))
+        parts.append(_group(be, Table(cols, cnt), keep))
     if not parts:
         return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
     if len(parts) == 1:
@@ -318,8 +332,16 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
         if parent[p] >= 0:
             B[p] = _semijoin(be, B[p], B[parent[p]], shared[p])
     # step 4: bottom-up join with counts, projecting onto shared ∪ head variables
-    head = set(plan.head_vars)
+    pending = list(plan.cross)  # comparisons across nodes, applied where they meet
+
+    def wanted() -> set[str]:
+        out = set(plan.head_vars)
+        for f in pending:
+            out |= term_vars(f.left) | term_vars(f.right)
+        return out
+
     msgs: list[Table | None] = [None] * k
+    ready: list[Any] = []
     for p in reversed(order):
         t = B[p]
         kids = [c for c in adj[p] if c != parent[p]]
@@ -327,18 +349,26 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
             m = msgs[c]
             assert m is not None
             on = _shared(list(m.cols), t.cols)
-            # only what the head, the parent or the children still to join need
-            need = set(head) | set(shared[p])
+            joined = set(t.cols) | set(m.cols)
+            for f in [f for f in pending if term_vars(f.left) | term_vars(f.right) <= joined]:
+                pending.remove(f)
+                ready.append(f)
+            # only what the head, pending comparisons, the parent or the children still
+            # to join need
+            need = wanted() | set(shared[p])
             for c2 in kids[j + 1:]:
                 need |= set(shared[c2])
             keep = [v for v in list(t.cols) + [v for v in m.cols if v not in t.cols]
                     if v in need]
-            t = _join_group(ev, t, m, on, keep)
+            t = _join_group(ev, t, m, on, keep, ready)
+            ready = []
             if not len(t):
                 return []
+        head = wanted()
         want = ([v for v in t.cols if v in head or v in shared[p]] if parent[p] >= 0
                 else list(plan.head_vars))
         msgs[p] = _group(be, t, want)
+    assert not pending, "a comparison across nodes was never applied"
     res = msgs[root]
     assert res is not None
     if not len(res):

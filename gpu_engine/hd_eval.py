@@ -87,6 +87,7 @@ class HDPlan:
     node_rules: list[Rule]  # #bag_p(χ(p)) :- λ(p), filters_p
     head_vars: tuple[str, ...]
     cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
+    whole: list[bool]  # χ(p) holds every variable of λ(p) (no grouping of the bag)
 
     @staticmethod
     def build(rule: Rule, dec: Decomposition) -> HDPlan:
@@ -127,8 +128,9 @@ class HDPlan:
             for v in sorted(term_vars(t)):
                 if v not in hv:
                     hv.append(v)
+        whole = [set(dec.chi[p]) == lam_vars[p] for p in range(k)]
         return HDPlan(rule, dec, [list(n) for n in dec.nodes], negs, node_rules, tuple(hv),
-                      cross)
+                      cross, whole)
 
 
 def _shared(a: tuple[str, ...] | list[str], b: Any) -> list[str]:
@@ -221,9 +223,10 @@ def _keep_counts(be: Any) -> Any:
 
 
 def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: Any,
-         sj: Table | None) -> Table:
+         sj: Any = None, shared: list[str] = ()) -> Table:  # type: ignore[assignment]
     """Π_p: the node's in-node join over the given versions, grouped onto χ(p) with
-    counts; ``sj`` (distinct rows over χ(p) ∩ χ(parent)) restricts it first."""
+    counts; ``sj`` (the distinct rows over ``shared`` = χ(p) ∩ χ(parent) of the parent's
+    bag, or the parent's bag itself when nothing is shared) restricts it first."""
     from .rule_eval import concat_outputs
 
     be, xp = ev.be, ev.be.xp
@@ -239,13 +242,12 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
             k += 1
     delta = None
     if sj is not None:
-        names = list(sj.cols)
         if not len(sj):
             return Table({v: xp.zeros(0, dtype=INDEX) for v in plan.dec.chi[p]},
                          xp.zeros(0, dtype=INDEX))
-        if names:
-            rs = RunSet.of(RowSet.from_columns(be, tuple(sj.cols[v] for v in names),
-                                               len(names)))
+        if isinstance(sj, RowSet):  # (a Table: no shared variables, a cross product)
+            names = list(shared)
+            rs = RunSet.of(sj)
             atom = Atom("#sj", tuple(Var(v) for v in names))
             if len(rs) * SJ_JOIN_FACTOR <= min(len(x) for x in srcs):
                 # few keys: scan them first and probe the node's atoms (top-down)
@@ -271,6 +273,8 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
         w = xp.ones(n, dtype=INDEX)
     if not chi:
         return Table({}, xp.asarray([int(w.sum())], dtype=INDEX))
+    if plan.whole[p]:  # χ(p) = var(λ(p)): instances of λ(p) are distinct rows already
+        return Table(dict(zip(chi, cols)), w)
     rs, cnt = RowSet.from_columns(be, cols, len(chi), n, return_counts=True, weights=w)
     return Table(dict(zip(chi, rs.cols)), cnt)
 
@@ -315,22 +319,25 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
         if parent[p] >= 0:
             par = bags[parent[p]]
             assert par is not None
-            sj = _group(be, par, shared[p])
-        bag = _bag(ev, plan, p, sources, negated, sj)
+            sj = par if not shared[p] else RowSet.from_columns(
+                be, tuple(par.cols[v] for v in shared[p]), len(shared[p]))
+        bag = _bag(ev, plan, p, sources, negated, sj, shared[p])
         ev.note_rows(len(bag))
         if not len(bag):
             return []
         bags[p] = bag
     B: list[Table] = [b for b in bags if b is not None]
-    # step 3: full reducer (bottom-up, then top-down left semi-joins)
-    for p in reversed(order):
-        if parent[p] >= 0:
-            B[parent[p]] = _semijoin(be, B[parent[p]], B[p], shared[p])
-    if not len(B[root]):
-        return []
-    for p in order:
-        if parent[p] >= 0:
-            B[p] = _semijoin(be, B[p], B[parent[p]], shared[p])
+    # step 3: full reducer (bottom-up, then top-down left semi-joins); with two nodes the
+    # child is already reduced by step 2 and the join of step 4 does the rest
+    if k > 2:
+        for p in reversed(order):
+            if parent[p] >= 0:
+                B[parent[p]] = _semijoin(be, B[parent[p]], B[p], shared[p])
+        if not len(B[root]):
+            return []
+        for p in order:
+            if parent[p] >= 0:
+                B[p] = _semijoin(be, B[p], B[parent[p]], shared[p])
     # step 4: bottom-up join with counts, projecting onto shared ∪ head variables
     pending = list(plan.cross)  # comparisons across nodes, applied where they meet
 

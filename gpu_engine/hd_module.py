@@ -46,16 +46,22 @@ class HDModule:
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"decompose must be one of {', '.join(MODES)}, not {mode!r}")
-        st = self.engine.current_state()
-        if mode != st.decompose:
-            st.decompose = mode
-            st.decompositions = {}
-            self._plans = {}
+        for st in self._states():
+            if mode != st.decompose:
+                st.decompose = mode
+                st.decompositions = {}
+        self._plans = {}
 
     def replan(self) -> None:
         """Choose every decomposition again over the current facts (lazily, per rule)."""
-        self.engine.current_state().decompositions = {}
+        for st in self._states():
+            st.decompositions = {}
         self._plans = {}
+
+    def _states(self) -> list[Any]:
+        """The engine's state and, when a GPU engine's host twin is current, the twin's."""
+        a, b = self.engine._state, self.engine.current_state()
+        return [a] if a is b else [a, b]
 
     def plan(self, rule: Rule) -> HDPlan | None:
         """The plan of a decomposed rule, or None (the rule is evaluated as usual)."""

@@ -59,7 +59,7 @@ from .runs import RunSet
 
 # the parent's keys are joined first when they are this many times fewer than the rows of
 # the node's smallest atom (a small Δ), else tested once the node's join binds them
-SJ_JOIN_FACTOR = 4
+SJ_JOIN_FACTOR = 64
 
 if TYPE_CHECKING:
     from .rule_eval import RuleEvaluator, RuleOutput

@@ -57,6 +57,11 @@ from .ir import Atom, Negation, Rule, Var
 from .rowset import RowSet
 from .runs import RunSet
 
+# a delta variant whose Δ holds at most this many facts is evaluated by the ordinary
+# evaluator (Δ first): a few facts reach few rows, and the decomposition's fixed number of
+# array passes (two bags, their groupings, the joins) would cost more; the tests set 0
+SMALL_DELTA = 128
+
 # the parent's keys are joined first when they are this many times fewer than the rows of
 # the node's smallest atom (a small Δ), else tested once the node's join binds them
 SJ_JOIN_FACTOR = 64

@@ -88,16 +88,18 @@ class RuleEvaluator:
                  ) -> list[RuleOutput]:
         """Evaluate ``rule`` (see :meth:`evaluate_plain`); a rule with a hypertree
         decomposition is evaluated through it (:mod:`gpu_engine.hd_eval`), with the
-        same result: head rows with their numbers of instances."""
+        same result: head rows with their numbers of instances, unless the variant's Δ
+        holds at most ``hd_eval.SMALL_DELTA`` facts (joining them first costs less than
+        the decomposition's fixed number of array passes)."""
         if initial is None and self.hd_plan is not None:
+            from . import hd_eval
+
             plan = self.hd_plan(rule)
-            if plan is not None:
+            if plan is not None and (delta is None or len(delta) > hd_eval.SMALL_DELTA):
                 if any(len(s) == 0 for s in sources):
                     return []
-                from .hd_eval import evaluate_decomposed
-
                 try:
-                    return evaluate_decomposed(self, plan, sources, negated, delta)
+                    return hd_eval.evaluate_decomposed(self, plan, sources, negated, delta)
                 except ProgramError as e:
                     if e.loc is not None:
                         raise

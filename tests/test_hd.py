@@ -36,7 +36,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from test_update import run_sequence
 
-from gpu_engine import Reasoner
+from gpu_engine import Reasoner, hd_eval
 from gpu_engine.decomposition import decompose, is_cyclic
 from gpu_engine.hd_eval import _bag
 from gpu_engine.ir import Atom as IAtom
@@ -44,6 +44,15 @@ from gpu_engine.ir import Rule as IRule
 from gpu_engine.ir import Var as IVar
 
 EXAMPLES = int(os.environ.get("HD_EXAMPLES", "25"))
+
+
+@pytest.fixture(autouse=True)
+def _always_decomposed():
+    """Small deltas too go through the decomposition (not the ordinary evaluator)."""
+    saved = hd_eval.SMALL_DELTA
+    hd_eval.SMALL_DELTA = 0
+    yield
+    hd_eval.SMALL_DELTA = saved
 N2 = (NUMBER, NUMBER)
 E, F, G = Relation("e", N2), Relation("f", N2), Relation("g", N2)
 x, y, z, w, u, v = (Var(n) for n in "xyzwuv")

@@ -379,7 +379,8 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
         head = wanted()
         want = ([v for v in t.cols if v in head or v in shared[p]] if parent[p] >= 0
                 else list(plan.head_vars))
-        msgs[p] = _group(be, t, want)
+        # a join's result is grouped on its columns already
+        msgs[p] = t if kids and set(t.cols) == set(want) else _group(be, t, want)
     assert not pending, "a comparison across nodes was never applied"
     res = msgs[root]
     assert res is not None

@@ -3,7 +3,8 @@ derivation counters of ordinary evaluation, in materialisation and in every upda
 algorithm.
 
 Generated programs have cyclic bodies (triangles, four-cycles, K4, petals, flowers, the
-paper's recursive PC rule) with comparisons, negations and constants; judges: the same
+paper's recursive PC rule, a PC-shaped rule beside a TC module of paper 002) with
+comparisons, negations and constants; judges: the same
 program with ``decompose=off``, the reference evaluator and its derivation counts
 (tests/test_update.run_sequence), and rematerialisation.  The paper's running example
 checks the counters 1 → 4 → 2 of PC(a_n, d_j).  ``HD_EXAMPLES`` (default 25 per test);
@@ -112,6 +113,13 @@ def cyclic_programs(draw: st.DrawFn) -> Program:
             q = Relation("q", N2)
             rels.append(q)
             rules.append(Rule(_a("q", x, y), (_a("pc", x, y), _a("pc", y, z), _a("e", z, x))))
+    if draw(st.booleans()):  # a cyclic rule beside a TC module (MAT-MOD, DRed^c-MOD)
+        tr = Relation("tr", N2)
+        rels.append(tr)
+        rules.append(Rule(_a("tr", x, y), (_a("g", x, y),)))
+        rules.append(Rule(_a("tr", x, z), (_a("tr", x, y), _a("tr", y, z))))
+        rules.append(Rule(_a("tr", x, y), (_a("e", x, z), _a("f", x, w), _a("tr", z, y),
+                                           _a("tr", w, y))))
     dom = st.integers(0, draw(st.integers(3, 7)))
     pair = st.tuples(dom, dom)
     facts = {r.name: draw(st.lists(pair, max_size=22)) for r in (E, F, G)}
@@ -146,6 +154,8 @@ def test_decomposed_equals_standard(program: Program, device: str) -> None:
         hd = _hd_rules(stats)
         if mode == "off":
             assert not hd
+        if any(rel.name == "tr" for rel in program.relations):
+            assert "tc(tr)" in {rs.module for s in stats.strata for rs in s.rules}
         _check_bags(r)
     assert got["all"] == got["off"]
     assert got["auto"] == got["off"]

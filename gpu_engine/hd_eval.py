@@ -194,7 +194,7 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
             env = {v: (a.cols[v][pi] if v in a.cols else b.cols[v][bi]) for v in fv}
             ok = None
             for f in filters:
-                mk = ev.expr.compare(f, env, len(pi))
+                mk = ev.expr.compare(f, env, len(pi)).astype(bool)  # (string ones: 0/1)
                 ok = mk if ok is None else ok & mk
             pi, bi, cnt = pi[ok], bi[ok], cnt[ok]
         cols = {}

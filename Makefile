@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
@@ -45,6 +45,13 @@ fuzz-eq: $(STAMP)
 ##   spelled-out program (time, derivations, peak memory), JSON lines
 bench-eq: $(STAMP)
 	$(PY) -m benchmarks.equality --out benchmarks/results/equality.jsonl
+
+## fuzz-hd: hypertree decompositions (paper 003): HD_EXAMPLES (default 1000) generated
+##   programs with cyclic bodies against decompose=off, and as many update sequences
+##   against the reference and rematerialisation
+fuzz-hd: $(STAMP)
+	HD_EXAMPLES=$${HD_EXAMPLES:-1000} $(PY) -m pytest -q tests/test_hd.py \
+	  -k "equals_standard or update_sequences" -p no:cacheprovider
 
 ## fuzz-programs: N generated programs (default 10000) against the reference evaluator;
 ##   one JSON line (counts, seeds, failures with reproducers) in benchmarks/results/

@@ -13,6 +13,7 @@ own stratum) and the recursive counter ``c_r``, aligned with the rows of each re
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,7 @@ from gpu_engine.kernels.backend import INDEX, Backend
 
 from . import fallback, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
+from .hd_module import HDModule
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
 from .plan import Role, delta_variants
@@ -83,7 +85,7 @@ class Engine:
 
     def __init__(self, program: Program, be: Backend, symbols: SymbolTable,
                  counting: bool | int = False, progress: ProgressHook | None = None,
-                 modules: str = "auto") -> None:
+                 modules: str = "auto", decompose: str | None = None) -> None:
         self.program = program
         self.be = be
         self.symbols = symbols
@@ -103,6 +105,9 @@ class Engine:
         # an update redoes itself on the CPU after a device OOM (gpu_engine.fallback)
         self.defer_fallback = False
         self.set_modules(modules)
+        self.hd = HDModule(self)  # hypertree decompositions (paper 003)
+        self.hd.set_mode(decompose or os.environ.get("GPU_ENGINE_DECOMPOSE", "auto"))
+        self.evaluator.hd_plan = self.hd.plan
         for name, rel in self.program.relations.items():
             self.explicit.setdefault(name, RunSet.empty(self.be, rel.arity))
         self.store = dict(self.explicit)
@@ -242,6 +247,7 @@ class Engine:
                     self.be, empty, self.store[name].compact(), rel.choice))
         self.counters = {}
         self.module_state = {}
+        self.hd.replan()  # chosen again over this materialisation's facts
         self._compact_floor: dict[str, int] = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         self.evaluator.expr.autoinc = 0  # autoinc() counts from 0 in every materialisation
@@ -368,6 +374,9 @@ class Engine:
 
     def _small_plan(self, s: Stratum) -> SmallPlan | None:
         """The stratum's small-delta plan (None: array path only)."""
+        if any((p := self.hd.plan(r)) is not None and p.dec.width > 1
+               for r in s.recursive_rules):
+            return None  # cyclic decomposed rules keep the array path (gpu_engine.hd_eval)
         cache = self.__dict__.setdefault("_small_plans", {})
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
@@ -419,6 +428,8 @@ class Engine:
             head[:] = self._compact(rule, head)  # amortised: again once doubled
             self._compact_floor[rule.head.relation] = sum(o.n for o in head)
         rs = rstats[id(rule)]
+        if not rs.evaluations and (hd := self.hd.describe(rule)):
+            rs.module = f"{rs.module} {hd}".strip()
         rs.derivations += sum(o.count for o in outs)
         rs.evaluations += 1
         rs.seconds += time.perf_counter() - t0

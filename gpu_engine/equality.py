@@ -224,7 +224,7 @@ class EqualityEngine(Engine):
 
     def __init__(self, program: Program, be: Backend, symbols: SymbolTable,
                  counting: bool | int = False, progress: ProgressHook | None = None,
-                 modules: str = "auto") -> None:
+                 modules: str = "auto", decompose: str | None = None) -> None:
         eq = program.equality
         if eq is None:
             raise ValueError("EqualityEngine needs a program with an equality relation")
@@ -233,8 +233,11 @@ class EqualityEngine(Engine):
                 f"derivation counters (Counting, DRed^c, a store's counters) are not kept with "
                 f"the equality relation '{eq.relation}': merged facts share derivations "
                 "(paper 001 covers Remat≈ and B/F≈); updates rematerialise", eq.loc)
+        # hypertree decompositions (gpu_engine.decomposition) are not combined with the
+        # merge rounds yet: every rule joins pairwise, whatever ``decompose`` asks
+        del decompose
         super().__init__(program, be, symbols, counting=False, progress=progress,
-                         modules=modules)
+                         modules=modules, decompose="off")
         self.equality = eq
         arity = {n: r.arity for n, r in program.relations.items()}
         base = all_rules(program)

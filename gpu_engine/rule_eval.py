@@ -73,12 +73,42 @@ class RuleEvaluator:
         self._pending = 0
         self._limit = self.compact_rows
         self.memory = MemoryEvents()  # device out-of-memory retries (gpu_engine.fallback)
+        # rule -> its hypertree-decomposition plan (gpu_engine.hd_eval), or None
+        self.hd_plan: Callable[[Rule], Any] | None = None
+        self.peak_rows = 0  # the largest binding table / bag seen (benchmarks reset it)
 
     # --- public -----------------------------------------------------------------------
+
+    def note_rows(self, n: int) -> None:
+        if n > self.peak_rows:
+            self.peak_rows = n
 
     def evaluate(self, rule: Rule, sources: list[Source], negated: NegSpecs,
                  delta: Source | None = None, initial: Bindings | None = None
                  ) -> list[RuleOutput]:
+        """Evaluate ``rule`` (see :meth:`evaluate_plain`); a rule with a hypertree
+        decomposition is evaluated through it (:mod:`gpu_engine.hd_eval`), with the
+        same result: head rows with their numbers of instances, unless the variant's Δ
+        holds at most ``hd_eval.SMALL_DELTA`` facts (joining them first costs less than
+        the decomposition's fixed number of array passes)."""
+        if initial is None and self.hd_plan is not None:
+            from . import hd_eval
+
+            plan = self.hd_plan(rule)
+            if plan is not None and (delta is None or len(delta) > hd_eval.SMALL_DELTA):
+                if any(len(s) == 0 for s in sources):
+                    return []
+                try:
+                    return hd_eval.evaluate_decomposed(self, plan, sources, negated, delta)
+                except ProgramError as e:
+                    if e.loc is not None:
+                        raise
+                    raise type(e)(e.message, rule.loc) from None
+        return self.evaluate_plain(rule, sources, negated, delta, initial)
+
+    def evaluate_plain(self, rule: Rule, sources: list[Source], negated: NegSpecs,
+                       delta: Source | None = None, initial: Bindings | None = None
+                       ) -> list[RuleOutput]:
         """Evaluate ``rule``; ``sources[i]`` is the version (a RunSet or a View) read by
         the i-th positive atom.  ``negated`` is either a map from relation name to the
         relation a negated atom tests against, or one list of conditions per negated
@@ -133,6 +163,8 @@ class RuleEvaluator:
         rest = atoms[:k] + atoms[k + 1:]
         needed = _needed_vars(rule, rest, filters)
         for nb in self._join(b, atom, src, needed):
+            if nb.n > self.peak_rows:
+                self.peak_rows = nb.n
             if nb.n:
                 self._run(rule, nb, rest, filters, out)
 

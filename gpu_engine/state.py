@@ -44,6 +44,10 @@ class EngineState:
     modules: str = _persist(META, default="auto")
     counted_with: str = _persist(META, default="off")
     module_state: dict[int, list[Any]] = _persist(REBUILT, default_factory=dict)  # X_R, C_R
+    # hypertree decompositions (paper 003): "auto" | "all" | "off", and per rule (its
+    # index in Engine.rules, as a string) the decomposition chosen (JSON) or None
+    decompose: str = _persist(META, default="auto")
+    decompositions: dict[str, Any] = _persist(META, default_factory=dict)
     symbols: int = _persist(DICTIONARY, default=0)  # dictionary size the rows refer to
     records: int = _persist(DICTIONARY, default=0)  # record table size (records, ADTs)
     # equality by rewriting: ρ over the dictionary (gpu_engine.equality; None: identity);
@@ -55,7 +59,8 @@ class EngineState:
         immutable relations shared)."""
         return dataclasses.replace(
             self, explicit=dict(self.explicit), store=dict(self.store),
-            counters=dict(self.counters), module_state=dict(self.module_state))
+            counters=dict(self.counters), module_state=dict(self.module_state),
+            decompositions=dict(self.decompositions))
 
     @staticmethod
     def fields_kept_as(how: str) -> list[str]:

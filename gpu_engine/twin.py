@@ -79,7 +79,7 @@ def state_to(st: EngineState, be: Any) -> EngineState:
                   for n, c in st.counters.items()},
         counting=st.counting, materialised=st.materialised, modules=st.modules,
         counted_with=st.counted_with, module_state={}, symbols=st.symbols,
-        records=st.records)
+        records=st.records, decompose=st.decompose, decompositions=st.decompositions)
 
 
 class Twin:

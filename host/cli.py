@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--modules", choices=["auto", "off"], default="auto",
                      help="transitive / symmetric-transitive closure modules where rules "
                           "match (paper 002; default auto) or plain seminaive evaluation")
+    run.add_argument("--decompose", choices=["auto", "all", "off"], default=None,
+                     help="hypertree decompositions (paper 003): 'auto' (default) for rules "
+                          "with a cyclic body, 'all' for every rule with two or more atoms, "
+                          "'off'")
     run.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     run.add_argument("--backend", choices=["local", "spark"], default="local",
                      help="'local': the columnar engine on this machine (GPU or CPU); "
@@ -111,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("--modules", choices=["auto", "off"],
                      help="DRed^c with TC/STC modules (DRed^c-MOD, paper 002) or without; "
                           "default: the store's setting")
+    upd.add_argument("--decompose", choices=["auto", "all", "off", "replan"],
+                     help="hypertree decompositions (paper 003); 'replan' chooses them again "
+                          "over the current facts; default: the store's setting")
     upd.add_argument("-D", "--output", help="also write the .output relations here "
                                             "('-' prints them)")
     upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
@@ -214,6 +221,11 @@ def _run(args: argparse.Namespace) -> int:
         if bad:
             raise ProgramError(f"--spark-conf expects KEY=VALUE, got {bad[0]!r}")
         kwargs = {"backend": "spark", "spark": session(args.master, conf=conf)}
+        if args.decompose not in (None, "off"):
+            raise ProgramError("--decompose needs the local backend (the Spark backend "
+                               "joins two relations at a time)")
+    elif args.decompose:
+        kwargs["decompose"] = args.decompose
     with progress:
         set_threads(args.jobs)
         r = Reasoner(program_source(args), device=args.device, progress=progress.hook,
@@ -506,6 +518,10 @@ def _update(args: argparse.Namespace) -> int:
                 r.expand = not args.no_expand
                 if args.modules and args.modules != r.engine.modules:
                     r.engine.set_modules(args.modules)
+                if args.decompose == "replan":
+                    r.engine.hd.replan()
+                elif args.decompose:
+                    r.engine.hd.set_mode(args.decompose)
                 marks = {"load_store": time.perf_counter()}
                 progress.status("updating")  # reads, composes and applies every spooled update
                 stats, applied = spool.apply_spool(

@@ -54,7 +54,8 @@ class Reasoner:
                  counting: bool | str = False, progress: Any = None,
                  symbols: SymbolTable | None = None,
                  modules: str = "auto", backend: str = "local",
-                 word_size: int | None = None, rewrite_equality: bool = False) -> None:
+                 word_size: int | None = None, rewrite_equality: bool = False,
+                 decompose: str | None = None) -> None:
         if word_size is None:  # a ProgramSource read for 64-bit words keeps them
             word_size = program.options.word_size if isinstance(program, ProgramSource) else 32
         if word_size not in WORD_SIZES:
@@ -80,7 +81,8 @@ class Reasoner:
         if self.program.equality is not None:  # equality by rewriting (Mat≈)
             from gpu_engine.equality import EqualityEngine as engine_class  # type: ignore[assignment]
         self.engine = engine_class(self.program, self.backend, self.symbols,
-                                   counting=counting, progress=progress, modules=modules)
+                                   counting=counting, progress=progress, modules=modules,
+                                   decompose=decompose)
         # with an equality relation: answers are expanded (each rewritten row stands for
         # the product of its classes); False gives the rewritten rows (see host/equality.py)
         self.expand = True

@@ -401,7 +401,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         r.engine.set_rho(_column(table("rho.arrow"), "rho"))
     # the engine state's scalar fields; stores older than modules kept every recursive
     # counter (as with modules off)
-    defaults = {"modules": "off", "counted_with": "off"}
+    defaults = {"modules": "off", "counted_with": "off", "decompose": "off",
+                "decompositions": {}}
     for f in EngineState.fields_kept_as(META):
         if f != "modules":  # (set through the constructor: it chooses the module plans)
             setattr(r.engine.state, f, meta.get(f, defaults.get(f)))

@@ -1,0 +1,251 @@
+"""Hypertree decompositions (paper 003 §5): standard, decomposed and combined side by side.
+
+    python -m benchmarks.hd [--only pc|lubm] [--pc 300,1000] [--lubm 10] [--modes off,auto]
+                            [--device cpu] [--timeout S] [--out FILE.jsonl]
+
+* ``pc``: the paper's running example scaled (n = k): ``PC(x,y) :- CW(x,z1), CA(x,z2),
+  PC(z1,y), PC(z2,y)`` with CW(a_i, b_ik+j), CA(a_i, c_ik+j), PC(b.., d_j), PC(c.., d_j).
+  Every order of two-at-a-time joins builds min(n·k², 2n²k) rows; the decomposition
+  {CW, PC}{CA, PC} needs n·k.  Materialisation only.
+* ``lubm``: LUBM(univ) with LUBM_L (``L``) and LUBM_L plus the 16 cyclic rules of
+  :data:`CYCLIC_RULES` (``L+C``, modelled on the paper's haveSameAdvisor four-cycle):
+  materialisation (with the counters updates need), 1,000 random triples deleted then
+  reinserted, 25 % of the triples deleted (DRed^c, or DRed^c-MOD where paper-002 modules
+  apply: LUBM_L's transitive subOrganizationOf).
+
+Modes: ``off`` (standard: two relations joined at a time), ``all`` (decomposed: every rule
+with two or more atoms), ``auto`` (combined: cyclic rules only).  Each (case, mode) runs in
+its own child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
+table or bag any rule evaluation built.  One JSON line per measurement; the last line of a
+case holds the ratios ``off / mode`` of every operation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LUBM_DIR = REPO_ROOT.parent / "shared" / "bench-data" / "lubm"
+
+PC_PROGRAM = """
+.decl CW(x:number, y:number)
+.decl CA(x:number, y:number)
+.decl PC(x:number, y:number)
+.output PC
+PC(x,y) :- CW(x,z1), CA(x,z2), PC(z1,y), PC(z2,y).
+"""
+
+# 16 cyclic rules over LUBM_L's relations (RP5 hasAlumnus, RP45 advisor, RP47
+# publicationAuthor, RP39 teacherOf, RP68 takesCourse, RP32 teachingAssistantOf, RP37
+# memberOf, RP19 worksFor, RP53 doctoralDegreeFrom, RP56 undergraduateDegreeFrom, RP1
+# mastersDegreeFrom, RP44 subOrganizationOf, RP20 headOf, RP12 member)
+CYCLIC_RULES = """
+.decl C1(a:symbol, b:symbol)
+C1(p1, p2) :- RP5(o, p1), RP45(p1, ad), RP5(o, p2), RP45(p2, ad).
+.decl C2(a:symbol, b:symbol)
+C2(s, a) :- RP45(s, a), RP47(p, a), RP47(p, s).
+.decl C3(a:symbol, b:symbol)
+C3(s, p) :- RP45(s, p), RP39(p, c), RP68(s, c).
+.decl C4(a:symbol)
+C4(t) :- RP32(t, c), RP68(s, c), RP37(t, d), RP37(s, d).
+.decl C5(a:symbol, b:symbol)
+C5(p1, p2) :- RP19(p1, d), RP19(p2, d), RP53(p1, u), RP53(p2, u).
+.decl C6(a:symbol, b:symbol)
+C6(s, u) :- RP37(s, d), RP44(d, u), RP56(s, u).
+.decl C7(a:symbol, b:symbol)
+C7(p, s) :- RP20(p, d), RP19(q, d), RP45(s, q), RP37(s, d).
+.decl C8(a:symbol)
+C8(a1) :- RP47(p, a1), RP47(p, a2), RP37(a1, d), RP37(a2, d), a1 != a2.
+.decl C9(a:symbol, b:symbol)
+C9(s, p) :- RP68(s, c), RP39(p, c), RP37(s, d), RP19(p, d).
+.decl C10(a:symbol, b:symbol)
+C10(s, p) :- RP45(s, p), RP39(p, c), RP68(s, c), RP37(s, d), RP19(p, d).
+.decl C11(a:symbol, b:symbol)
+C11(x, y) :- RP45(x, z1), RP19(z1, y), RP37(x, z2), RP44(z2, y).
+.decl C12(a:symbol, b:symbol)
+C12(s, p) :- RP56(s, u), RP1(p, u), RP45(s, p).
+.decl C13(a:symbol, b:symbol)
+C13(s, p) :- RP53(p, u), RP56(s, u), RP45(s, p).
+.decl C14(a:symbol, b:symbol)
+C14(s1, s2) :- RP45(s1, a), RP45(s2, a), RP47(p, s1), RP47(p, s2).
+.decl C15(a:symbol, b:symbol)
+C15(d, s) :- RP12(d, s), RP37(t, d), RP32(t, c), RP68(s, c).
+.decl C16(a:symbol, b:symbol)
+C16(x, y) :- RP68(x, c), RP68(y, c), RP45(x, a), RP45(y, a), x != y.
+"""
+
+
+def pc_facts(n: int, k: int) -> dict[str, np.ndarray]:
+    """Paper 003 §3 with ids: a_i = i, b_m = 10⁷ + m, c_m = 2·10⁷ + m, d_j = 3·10⁷ + j."""
+    i = np.repeat(np.arange(n, dtype=np.int64), k)
+    j = np.tile(np.arange(1, k + 1, dtype=np.int64), n)
+    m = i * k + j
+    b, c, d = 10**7 + m, 2 * 10**7 + m, 3 * 10**7 + j
+    cw = np.concatenate([np.stack([i, b], 1), [[n, 2]]])
+    ca = np.concatenate([np.stack([i, c], 1), [[n, 3]]])
+    pc = np.concatenate([np.stack([b, d], 1), np.stack([c, d], 1)])
+    return {"CW": cw, "CA": ca, "PC": pc}
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _materialise(r: Any) -> tuple[float, Any]:
+    r.engine.evaluator.peak_rows = 0
+    t0 = time.perf_counter()
+    stats = r.materialise()
+    return time.perf_counter() - t0, stats
+
+
+def pc_job(spec: dict[str, Any]) -> dict[str, Any]:
+    from gpu_engine import Reasoner
+
+    n, k = spec["n"], spec["k"]
+    for size in (30, n):  # the first (untimed) warms up the kernels in this process
+        r = Reasoner(PC_PROGRAM, device=spec["device"], decompose=spec["mode"])
+        for name, rows in pc_facts(size, size).items():
+            r.add_facts(name, rows)
+        secs, stats = _materialise(r)
+    return {"materialise_seconds": secs, "facts": r.engine.size("PC"),
+            "derivations": stats.derivations, "peak_rows": r.engine.evaluator.peak_rows,
+            "peak_rows_over_nk": r.engine.evaluator.peak_rows / (n * k),
+            "peak_rss_bytes": _peak_rss()}
+
+
+def lubm_job(spec: dict[str, Any]) -> dict[str, Any]:
+    import pyarrow as pa
+    from gpu_engine.host.ntriples import read_ntriples
+
+    from gpu_engine import Reasoner
+
+    text = (REPO_ROOT / "examples" / "lubm" / "LUBM_L.dl").read_text()
+    if spec["rules"] == "L+C":
+        text += CYCLIC_RULES + "".join(f".output C{i}\n" for i in range(1, 17))
+    t0 = time.perf_counter()
+    data: pa.Table = read_ntriples(LUBM_DIR / f"lubm{spec['univ']}.nt.gz")
+    out: dict[str, Any] = {"read_seconds": time.perf_counter() - t0, "triples": data.num_rows}
+    r = Reasoner(text, device=spec["device"], counting=True, decompose=spec["mode"])
+    r.add_facts("TE", data)
+    secs, stats = _materialise(r)
+    names = [n for n in r.engine.program.relations if not n.startswith("@")]
+    facts = lambda: sum(r.engine.size(n) for n in names)  # noqa: E731
+    out.update(materialise_seconds=secs, facts=facts(), derivations=stats.derivations,
+               peak_rows=r.engine.evaluator.peak_rows,
+               decomposed=sorted({rs.module for s in stats.strata for rs in s.rules
+                                  if "hd " in rs.module}))
+    cyc = {n: r.engine.size(n) for n in names if n.startswith("C")}
+    if cyc:
+        out["cyclic_facts"] = cyc
+    rng = np.random.default_rng(0)
+    small = data.take(rng.choice(data.num_rows, 1000, replace=False))
+    for op, kw in (("small_delete", {"delete": {"TE": small}}),
+                   ("small_insert", {"insert": {"TE": small}})):
+        r.engine.evaluator.peak_rows = 0
+        t0 = time.perf_counter()
+        st = r.update(**kw)
+        out[f"{op}_seconds"] = time.perf_counter() - t0
+        out[f"{op}_facts"] = facts()
+        out[f"{op}_algorithm"] = st.algorithm + ("-mod" if st.modules else "")
+    large = data.take(rng.choice(data.num_rows, data.num_rows // 4, replace=False))
+    r.engine.evaluator.peak_rows = 0
+    t0 = time.perf_counter()
+    r.update(delete={"TE": large})
+    out["large_delete_seconds"] = time.perf_counter() - t0
+    out["large_delete_facts"] = facts()
+    out["peak_rss_bytes"] = _peak_rss()
+    return out
+
+
+def _child(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.hd", "--job", json.dumps(spec)]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "seconds": time.perf_counter() - t0, "lower_bound": True}
+    if p.returncode != 0:
+        return {"status": "error", "reason": p.stderr.strip().splitlines()[-1:]}
+    return {"status": "ok", **json.loads(p.stdout.strip().splitlines()[-1])}
+
+
+OPS = ("materialise", "small_delete", "small_insert", "large_delete")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--job")
+    ap.add_argument("--only", choices=["pc", "lubm"])
+    ap.add_argument("--pc", default="300,1000")
+    ap.add_argument("--lubm", default="10")
+    ap.add_argument("--rules", default="L,L+C")
+    ap.add_argument("--modes", default="off,auto,all")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--out", default="benchmarks/results/hd.jsonl")
+    a = ap.parse_args(argv)
+    if a.job:
+        spec = json.loads(a.job)
+        res = pc_job(spec) if spec["kind"] == "pc" else lubm_job(spec)
+        print(json.dumps(res))
+        return 0
+    cases: list[dict[str, Any]] = []
+    if a.only in (None, "pc"):
+        cases += [{"kind": "pc", "n": int(n), "k": int(n)} for n in a.pc.split(",") if n]
+    if a.only in (None, "lubm"):
+        cases += [{"kind": "lubm", "univ": int(u), "rules": rs}
+                  for u in a.lubm.split(",") if u for rs in a.rules.split(",")]
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    modes = a.modes.split(",")
+    for case in cases:
+        recs = {}
+        for mode in modes:
+            if case["kind"] == "pc" and mode == "all":
+                continue  # one rule: all = auto
+            spec = {**case, "mode": mode, "device": a.device}
+            rec = {"benchmark": "hd", **spec, **_child(spec, a.timeout),
+                   "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            recs[mode] = rec
+            line = json.dumps(rec)
+            print(line, flush=True)
+            with open(a.out, "a") as f:
+                f.write(line + "\n")
+        base = recs.get("off")
+        if base is None:
+            continue
+        ratio: dict[str, Any] = {"benchmark": "hd-ratios", **case}
+        for mode, rec in recs.items():
+            if mode == "off":
+                continue
+            for op in OPS:
+                b = base.get(f"{op}_seconds", base.get("seconds") if op == "materialise"
+                             and base["status"] == "timeout" else None)
+                m = rec.get(f"{op}_seconds")
+                if b and m:
+                    ratio[f"{op}_off_over_{mode}"] = round(b / m, 3)
+                    if base["status"] == "timeout":
+                        ratio[f"{op}_lower_bound"] = True
+            if base.get("peak_rss_bytes") and rec.get("peak_rss_bytes"):
+                ratio[f"memory_{mode}_over_off"] = round(rec["peak_rss_bytes"]
+                                                         / base["peak_rss_bytes"], 3)
+            for key in ("facts", "large_delete_facts", "small_insert_facts"):
+                if key in base and key in rec:
+                    ratio[f"{key}_agree_{mode}"] = base[key] == rec[key]
+        line = json.dumps(ratio)
+        print(line, flush=True)
+        with open(a.out, "a") as f:
+            f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""Evaluation of a rule through its hypertree decomposition (paper 003, §3-4), with exact
+multiplicities.
+
+:meth:`RuleEvaluator.evaluate` hands a decomposed rule here (:func:`evaluate_decomposed`)
+with the versions its positive atoms read (one delta variant: Δ at one atom, ``I \\ Δ``
+before it, ``I`` after it, or any other choice of versions: Π⟦…⟧ of paper 000, the
+labels of paper 003 eq. 8 and 10 at the level of atoms).  Every place that evaluates
+rules (materialisation, the seminaive module of MAT-MOD / DRed^c-MOD, DRed^c's Π⟦…⟧,
+Counting, B/F's forward passes) therefore evaluates a decomposed rule by decomposition,
+and since the result carries the exact number of rule instances per head row, the
+derivation counters c_nr / c_r stay exact.
+
+One evaluation (the shape of Algorithm 4, CrossNodeEvaluation, for one Δ node):
+
+1. **In-node evaluation** Π_p (§4, read with "≠ ∅" for the printed "⊈ ∅"): node p is the
+   rule ``#bag_p(χ(p)) :- λ(p), <its comparisons and negations>`` evaluated by the
+   ordinary evaluator over the atoms' versions; its binding rows (rule instances of
+   λ(p)) are grouped onto χ(p) with their counts (weighted group-count), so a bag tuple
+   carries the number of λ(p)-instantiations it stands for (node-local variables are
+   counted, not kept).
+2. **Top-down from the Δ node** (Algorithm 4 line 6): the node holding the Δ atom is
+   evaluated first and made the root; every other node is evaluated in breadth-first
+   order with an extra atom ``#sj(χ(p) ∩ χ(parent))`` over the distinct projection of
+   its parent's bag (a semi-join pushed into the in-node join), so a small Δ costs what
+   it reaches, not the size of the other nodes' bags.
+3. **Full reducer** (line 7): bottom-up then top-down left semi-joins (sorted membership
+   on packed keys).
+4. **Bottom-up join with counts** (line 8, CrossNodeJoin): each node joins its bag with
+   its children's messages (sort-merge join), multiplies the counts and groups onto
+   (χ(p) ∩ χ(parent)) ∪ the head variables seen so far, summing counts (a counting-
+   semiring Yannakakis); the root's result is grouped onto the head variables.  Joins
+   are expanded in chunks of at most ``GPU_ENGINE_JOIN_CHUNK_ROWS`` rows and each chunk
+   is grouped at once.
+
+Our reading of multiplicities through projections (pitfall 3 of the notes): counts are
+carried through every projection, so the head row's weight is the number of rule
+instances (an instance is one assignment of every variable; the λ(p) partition the atoms,
+so instances and combinations of node instantiations correspond one to one).
+
+Bags are recomputed per evaluation (restricted by the semi-joins of step 2) rather than
+kept per node across rounds and updates (the paper's inst_p^I): see docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpu_engine.kernels import join as J
+from gpu_engine.kernels import keys as K
+from gpu_engine.kernels import sets as S
+from gpu_engine.kernels.backend import INDEX
+
+from .decomposition import Decomposition, positive_atoms
+from .expr import term_vars
+from .ir import Atom, Negation, Rule, Var
+from .rowset import RowSet
+from .runs import RunSet
+
+# a delta variant whose Δ holds at most this many facts is evaluated by the ordinary
+# evaluator (Δ first): a few facts reach few rows, and the decomposition's fixed number of
+# array passes (two bags, their groupings, the joins) would cost more; the tests set 0
+SMALL_DELTA = 128
+
+# the parent's keys are joined first when they are this many times fewer than the rows of
+# the node's smallest atom (a small Δ), else tested once the node's join binds them
+SJ_JOIN_FACTOR = 64
+
+if TYPE_CHECKING:
+    from .rule_eval import RuleEvaluator, RuleOutput
+
+
+@dataclass
+class Table:
+    """Distinct rows over named variables with a count per row."""
+
+    cols: dict[str, Any]
+    cnt: Any
+
+    def __len__(self) -> int:
+        return len(self.cnt)
+
+
+@dataclass
+class HDPlan:
+    """A rule's decomposition prepared for evaluation."""
+
+    rule: Rule
+    dec: Decomposition
+    node_atoms: list[list[int]]  # positions among the positive atoms, per node
+    node_negs: list[list[int]]  # positions among the negated literals, per node
+    node_rules: list[Rule]  # #bag_p(χ(p)) :- λ(p), filters_p
+    head_vars: tuple[str, ...]
+    cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
+    whole: list[bool]  # χ(p) holds every variable of λ(p) (no grouping of the bag)
+
+    @staticmethod
+    def build(rule: Rule, dec: Decomposition) -> HDPlan:
+        atoms = positive_atoms(rule)
+        k = len(dec.nodes)
+        lam_vars = [set().union(*({t.name for t in atoms[i].args if isinstance(t, Var)}
+                                  for i in node)) for node in dec.nodes]
+        atom_node = {i: p for p, node in enumerate(dec.nodes) for i in node}
+        body: list[list[Any]] = [[] for _ in range(k)]
+        negs: list[list[int]] = [[] for _ in range(k)]
+        ai = ni = 0
+        cross: list[Any] = []
+        bound = set().union(*lam_vars)
+        for lit in rule.body:
+            if isinstance(lit, Atom):
+                body[atom_node[ai]].append(lit)
+                ai += 1
+                continue
+            if isinstance(lit, Negation):
+                vs: set[str] = set()
+                for t in lit.atom.args:
+                    vs |= term_vars(t)
+            else:
+                vs = term_vars(lit.left) | term_vars(lit.right)  # type: ignore[union-attr]
+            vs &= bound
+            p = next((q for q in range(k) if vs <= lam_vars[q]), -1)
+            if p < 0:  # a comparison across nodes
+                cross.append(lit)
+                continue
+            body[p].append(lit)
+            if isinstance(lit, Negation):
+                negs[p].append(ni)
+                ni += 1
+        node_rules = [Rule(Atom(f"#bag{p}", tuple(Var(v) for v in dec.chi[p])),
+                           tuple(body[p]), rule.loc) for p in range(k)]
+        hv: list[str] = []
+        for t in rule.head.args:
+            for v in sorted(term_vars(t)):
+                if v not in hv:
+                    hv.append(v)
+        whole = [set(dec.chi[p]) == lam_vars[p] for p in range(k)]
+        return HDPlan(rule, dec, [list(n) for n in dec.nodes], negs, node_rules, tuple(hv),
+                      cross, whole)
+
+
+def _shared(a: tuple[str, ...] | list[str], b: Any) -> list[str]:
+    return [v for v in a if v in b]
+
+
+def _group(be: Any, t: Table, keep: list[str]) -> Table:
+    """Project ``t`` onto ``keep`` summing counts (weighted group-count)."""
+    xp = be.xp
+    if len(t) == 0:
+        return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
+    if not keep:
+        return Table({}, xp.asarray([int(t.cnt.sum())], dtype=INDEX))
+    cols = tuple(t.cols[v] for v in keep)
+    rs, cnt = RowSet.from_columns(be, cols, len(keep), return_counts=True, weights=t.cnt)
+    return Table(dict(zip(keep, rs.cols)), cnt)
+
+
+def _keys(be: Any, a: Table, b: Table, on: list[str]) -> tuple[Any, Any]:
+    xp = be.xp
+    if not on:
+        return xp.zeros(len(a), dtype=INDEX), xp.zeros(len(b), dtype=INDEX)
+    return K.joint_keys(be, tuple(a.cols[v] for v in on), tuple(b.cols[v] for v in on))
+
+
+def _semijoin(be: Any, a: Table, b: Table, on: list[str]) -> Table:
+    """a ⋉ b on ``on``: sorted membership of packed keys."""
+    if len(a) == 0:
+        return a
+    if len(b) == 0:
+        return Table({v: c[:0] for v, c in a.cols.items()}, a.cnt[:0])
+    if not on:
+        return a
+    ka, kb = _keys(be, a, b, on)
+    keep = S.isin_sorted(be, ka, be.xp.sort(kb))  # (sorting beats hashing for unique)
+    return Table({v: c[keep] for v, c in a.cols.items()}, a.cnt[keep])
+
+
+def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list[str],
+                filters: list[Any] = ()) -> Table:  # type: ignore[assignment]
+    """π_keep(σ_filters(a ⋈ b)) with counts multiplied then summed, chunk by chunk
+    (sort-merge join by binary-search expansion)."""
+    be, xp = ev.be, ev.be.xp
+    if len(a) == 0 or len(b) == 0:
+        return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
+    ka, kb = _keys(be, a, b, on)
+    order = xp.argsort(kb, kind="stable")
+    lo, counts = J.probe(be, ka, kb[order])
+    parts: list[Table] = []
+    for pi, bpos in J.join_chunks(be, lo, counts):
+        bi = order[bpos]
+        ev.note_rows(len(pi))
+        cnt = a.cnt[pi] * b.cnt[bi]
+        if filters:
+            fv = set().union(*(term_vars(f.left) | term_vars(f.right) for f in filters))
+            env = {v: (a.cols[v][pi] if v in a.cols else b.cols[v][bi]) for v in fv}
+            ok = None
+            for f in filters:
+                mk = ev.expr.compare(f, env, len(pi)).astype(bool)  # (string ones: 0/1)
+                ok = mk if ok is None else ok & mk
+            pi, bi, cnt = pi[ok], bi[ok], cnt[ok]
+        cols = {}
+        for v in keep:
+            cols[v] = a.cols[v][pi] if v in a.cols else b.cols[v][bi]
+        parts.append(_group(be, Table(cols, cnt), keep))
+    if not parts:
+        return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
+    if len(parts) == 1:
+        return parts[0]
+    both = Table({v: xp.concatenate([p.cols[v] for p in parts]) for v in keep},
+                 xp.concatenate([p.cnt for p in parts]))
+    return _group(be, both, keep)
+
+
+def _keep_counts(be: Any) -> Any:
+    """A compactor for bags: distinct rows with their multiplicities (the evaluator's
+    memory bound, see :attr:`RuleEvaluator.compact`), never deduplicated."""
+    from .rule_eval import RuleOutput, concat_outputs
+
+    def compact(rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
+        if not outs:
+            return outs
+        arity = len(outs[0].cols)
+        total = sum(o.count for o in outs)
+        cols, weights = concat_outputs(be, arity, outs)
+        d, cnt = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs),
+                                     return_counts=True, weights=weights)
+        return [RuleOutput(d.cols, len(d), cnt, total)]
+    return compact
+
+
+def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: Any,
+         sj: Any = None, shared: list[str] = ()) -> Table:  # type: ignore[assignment]
+    """Π_p: the node's in-node join over the given versions, grouped onto χ(p) with
+    counts; ``sj`` (the distinct rows over ``shared`` = χ(p) ∩ χ(parent) of the parent's
+    bag, or the parent's bag itself when nothing is shared) restricts it first."""
+    from .rule_eval import concat_outputs
+
+    be, xp = ev.be, ev.be.xp
+    rule = plan.node_rules[p]
+    srcs = [sources[i] for i in plan.node_atoms[p]]
+    body = list(rule.body)
+    neg: list[list[tuple[Any, bool]]] = []
+    k = 0
+    for lit in body:
+        if isinstance(lit, Negation):
+            neg.append([(negated[lit.atom.relation], False)] if isinstance(negated, dict)
+                       else list(negated[plan.node_negs[p][k]]))
+            k += 1
+    delta = None
+    if sj is not None:
+        if not len(sj):
+            return Table({v: xp.zeros(0, dtype=INDEX) for v in plan.dec.chi[p]},
+                         xp.zeros(0, dtype=INDEX))
+        if isinstance(sj, RowSet):  # (a Table: no shared variables, a cross product)
+            names = list(shared)
+            rs = RunSet.of(sj)
+            atom = Atom("#sj", tuple(Var(v) for v in names))
+            if len(rs) * SJ_JOIN_FACTOR <= min(len(x) for x in srcs):
+                # few keys: scan them first and probe the node's atoms (top-down)
+                body.insert(0, atom)
+                srcs = [rs, *srcs]
+                delta = rs
+            else:  # many: a membership filter once the node binds the keys
+                body.append(Negation(atom))
+                neg.append([(rs, True)])
+    rule = Rule(rule.head, tuple(body), rule.loc)
+    saved = ev.compact
+    ev.compact = _keep_counts(be)  # a large bag is grouped as it grows, never deduplicated
+    try:
+        outs: list[RuleOutput] = ev.evaluate_plain(rule, srcs, neg, delta)  # type: ignore
+    finally:
+        ev.compact = saved
+    chi = list(plan.dec.chi[p])
+    if not outs:
+        return Table({v: xp.zeros(0, dtype=INDEX) for v in chi}, xp.zeros(0, dtype=INDEX))
+    n = sum(o.n for o in outs)
+    cols, w = concat_outputs(be, len(chi), outs)
+    if w is None:
+        w = xp.ones(n, dtype=INDEX)
+    if not chi:
+        return Table({}, xp.asarray([int(w.sum())], dtype=INDEX))
+    if plan.whole[p]:  # χ(p) = var(λ(p)): instances of λ(p) are distinct rows already
+        return Table(dict(zip(chi, cols)), w)
+    rs, cnt = RowSet.from_columns(be, cols, len(chi), n, return_counts=True, weights=w)
+    return Table(dict(zip(chi, rs.cols)), cnt)
+
+
+def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], negated: Any,
+                        delta: Any) -> list[RuleOutput]:
+    """Head rows of ``plan.rule`` over the given versions, distinct, with their numbers of
+    rule instances as weights (the contract of :meth:`RuleEvaluator.evaluate`)."""
+    from .rule_eval import Bindings, RuleOutput
+
+    be, xp = ev.be, ev.be.xp
+    dec = plan.dec
+    k = len(dec.nodes)
+    adj: list[list[int]] = [[] for _ in range(k)]
+    for p, q in enumerate(dec.parent):
+        if q >= 0:
+            adj[p].append(q)
+            adj[q].append(p)
+    # the Δ node is the root; else the node whose atoms read the fewest rows
+    root = -1
+    if delta is not None:
+        for i, s in enumerate(sources):
+            if s is delta:
+                root = next(p for p in range(k) if i in plan.node_atoms[p])
+                break
+    if root < 0:
+        root = min(range(k), key=lambda p: min(len(sources[i]) for i in plan.node_atoms[p]))
+    parent = [-1] * k
+    order, seen = [root], {root}
+    for x in order:
+        for y in adj[x]:
+            if y not in seen:
+                seen.add(y)
+                parent[y] = x
+                order.append(y)
+    chi = [list(c) for c in dec.chi]
+    shared = [(_shared(chi[p], chi[parent[p]]) if parent[p] >= 0 else []) for p in range(k)]
+    # steps 1-2: bags, top-down from the Δ node with the semi-joins pushed in
+    bags: list[Table | None] = [None] * k
+    for p in order:
+        sj = None
+        if parent[p] >= 0:
+            par = bags[parent[p]]
+            assert par is not None
+            sj = par if not shared[p] else RowSet.from_columns(
+                be, tuple(par.cols[v] for v in shared[p]), len(shared[p]))
+        bag = _bag(ev, plan, p, sources, negated, sj, shared[p])
+        ev.note_rows(len(bag))
+        if not len(bag):
+            return []
+        bags[p] = bag
+    B: list[Table] = [b for b in bags if b is not None]
+    # step 3: full reducer (bottom-up, then top-down left semi-joins); with two nodes the
+    # child is already reduced by step 2 and the join of step 4 does the rest
+    if k > 2:
+        for p in reversed(order):
+            if parent[p] >= 0:
+                B[parent[p]] = _semijoin(be, B[parent[p]], B[p], shared[p])
+        if not len(B[root]):
+            return []
+        for p in order:
+            if parent[p] >= 0:
+                B[p] = _semijoin(be, B[p], B[parent[p]], shared[p])
+    # step 4: bottom-up join with counts, projecting onto shared ∪ head variables
+    pending = list(plan.cross)  # comparisons across nodes, applied where they meet
+
+    def wanted() -> set[str]:
+        out = set(plan.head_vars)
+        for f in pending:
+            out |= term_vars(f.left) | term_vars(f.right)
+        return out
+
+    msgs: list[Table | None] = [None] * k
+    ready: list[Any] = []
+    for p in reversed(order):
+        t = B[p]
+        kids = [c for c in adj[p] if c != parent[p]]
+        for j, c in enumerate(kids):
+            m = msgs[c]
+            assert m is not None
+            on = _shared(list(m.cols), t.cols)
+            joined = set(t.cols) | set(m.cols)
+            for f in [f for f in pending if term_vars(f.left) | term_vars(f.right) <= joined]:
+                pending.remove(f)
+                ready.append(f)
+            # only what the head, pending comparisons, the parent or the children still
+            # to join need
+            need = wanted() | set(shared[p])
+            for c2 in kids[j + 1:]:
+                need |= set(shared[c2])
+            keep = [v for v in list(t.cols) + [v for v in m.cols if v not in t.cols]
+                    if v in need]
+            t = _join_group(ev, t, m, on, keep, ready)
+            ready = []
+            if not len(t):
+                return []
+        head = wanted()
+        want = ([v for v in t.cols if v in head or v in shared[p]] if parent[p] >= 0
+                else list(plan.head_vars))
+        # a join's result is grouped on its columns already
+        msgs[p] = t if kids and set(t.cols) == set(want) else _group(be, t, want)
+    assert not pending, "a comparison across nodes was never applied"
+    res = msgs[root]
+    assert res is not None
+    if not len(res):
+        return []
+    # the head: its terms over the head variables' columns, weights = instance counts
+    b = Bindings(dict(res.cols), len(res))
+    cols, valid = [], None
+    for t in plan.rule.head.args:
+        col, ok = ev.expr.term(t, b.cols, b.n)
+        cols.append(col)
+        if ok is not None:
+            valid = ok if valid is None else valid & ok
+    cnt = res.cnt
+    if valid is not None:
+        cols = [c[valid] for c in cols]
+        cnt = cnt[valid]
+    n = len(cnt)
+    if n == 0:
+        return []
+    return [RuleOutput(tuple(xp.ascontiguousarray(c) for c in cols), n, cnt,
+                       int(cnt.sum()))]
+
+
+__all__ = ["HDPlan", "Table", "evaluate_decomposed"]

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
@@ -45,6 +45,12 @@ fuzz-eq: $(STAMP)
 ##   spelled-out program (time, derivations, peak memory), JSON lines
 bench-eq: $(STAMP)
 	$(PY) -m benchmarks.equality --out benchmarks/results/equality.jsonl
+
+## fuzz-eq-update: N random update sequences (default 1000) on generated equality programs;
+##   DRed≈, auto and Remat≈ judged after every step (benchmarks/results/fuzz_eq_update.jsonl)
+fuzz-eq-update: $(STAMP)
+	PYTHONPATH=. $(PY) tests/eq_update_fuzz.py --sequences $(or $(N),1000) \
+	  --out benchmarks/results/fuzz_eq_update.jsonl
 
 ## fuzz-programs: N generated programs (default 10000) against the reference evaluator;
 ##   one JSON line (counts, seeds, failures with reproducers) in benchmarks/results/

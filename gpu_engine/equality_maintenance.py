@@ -57,7 +57,7 @@ from gpu_engine.kernels.backend import INDEX
 
 from .affected import rederivable
 from .engine import _atoms
-from .equality import map_constants, reflexive_rules
+from .equality import flows_in, map_constants, reflexive_rules
 from .ir import Location, Negation, Rule
 from .plan import Role, delta_variants
 from .rowset import RowSet
@@ -316,7 +316,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 stats.derivations += sum(o.count for o in outs)
             if not outs:
                 continue
-            h = _outputs(be, arity[rule.head.relation], outs)
+            hn = rule.head.relation
+            h = _outputs(be, arity[hn], outs)
+            if flows_in(rule, dom) and len(h):  # unmerged values in merged columns
+                h = _rows_of(be, _gather(h.cols, dom[hn], rho), arity[hn])
             h = h.select(old_store[rule.head.relation].has(h)) if len(h) else h
             if len(h):
                 delta[rule.head.relation].append(h)
@@ -357,11 +360,20 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     pos_of = keep.__getitem__
     for rule, old in zip(new_norm, old_norm):
         h = rule.head.relation
-        if rule != old:  # (c) constants normalised differently: every instance over I \ D
+        flow = flows_in(rule, dom)
+        if rule != old or (flow and len(D[h])):
+            # (c) constants normalised differently: every instance over I \ D; a rule
+            # whose merged head column is bound from an unmerged one cannot be evaluated
+            # backwards from normal heads, so it runs forwards too (heads through ρ')
             atoms = _atoms(rule)
             if atoms:
                 outs = ev.evaluate(rule, [keep[a.relation] for a in atoms], {})
-                parts[h].append(_outputs(be, arity[h], outs))
+                got = _outputs(be, arity[h], outs)
+                if flow and len(got):
+                    got = _rows_of(be, _gather(got.cols, dom[h], rho2), arity[h])
+                parts[h].append(got)
+            if flow:
+                continue
         if len(D[h]):  # (b) one-step rederivation of D's facts
             hit, matched = rederivable(ev, rule, D[h], pos_of, pos_of)
             stats.backward += matched
@@ -383,6 +395,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine._compact_floor = {}
     for k in ("merge_rounds", "merged_constants"):  # an engine opened from a store
         engine.eq_stats.setdefault(k, 0)
+    if not engine.eq_stats["merge_rounds"] and bool((rho2 != ids).any()):
+        engine.eq_stats["merge_rounds"] = 1  # ρ' is not the identity: _absorb normalises
     try:
         prev, dl, cur, full = engine._merge(stratum, dict(keep), start, rules, new_norm,
                                            rstats)
@@ -392,6 +406,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             changed = {n for n in rels if len(dl[n])}
             for rule in cur:
                 atoms = _atoms(rule)
+                fp = engine._functional.get(id(rule))
+                if fp is not None:  # Mat≈'s star per group (gpu_engine.equality)
+                    if id(rule) in full or atoms[0].relation in changed:
+                        engine._star(rule, fp, dl, full, outputs, rstats)
+                    continue
                 if id(rule) in full:
                     engine._fire(rule, [prev[a.relation] for a in atoms], outputs, rstats)
                 for p, roles in delta_variants(atoms, changed.__contains__):

@@ -58,14 +58,16 @@ from gpu_engine.kernels.backend import INDEX
 from .affected import rederivable
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
-from .ir import Location, Negation, Rule
+from .expr import const_value, term_vars
+from .ir import Atom, Call, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet
+from .rule_eval import Bindings
 from .runs import RunSet
 from .stats import RuleStats, UpdateStats
 
 ALGORITHMS = ("auto", "remat", "dred_eq")
-BUDGET = 0.2  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
+BUDGET = 0.1  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 
@@ -224,6 +226,126 @@ def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
     return RowSet.from_columns(be, cols, arity)
 
 
+def _fanout(cache: dict[Any, float], rows_of: Any, name: str, pos: tuple[int, ...]) -> float:
+    """Average number of rows of ``name`` per distinct value of the columns ``pos`` (the
+    join-order estimate of :func:`_backward`; cached per update)."""
+    key = (name, pos)
+    if key not in cache:
+        rows = rows_of(name)
+        if not len(rows) or not pos:
+            cache[key] = float(len(rows))
+        else:
+            proj = RowSet.from_columns(rows.be, tuple(rows.cols[p] for p in pos), len(pos))
+            cache[key] = len(rows) / max(len(proj), 1)
+    return cache[key]
+
+
+def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any,
+              cache: dict[Any, float]) -> tuple[Any, int]:
+    """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
+    ``keep``: DRed's one-step rederivation, the head bound and the body joined one atom
+    at a time, the atom with the smallest estimated fan-out first (the evaluator's own
+    order, smallest input first, can pick an atom bound only by a low-selectivity
+    column and multiply the bindings), the bindings deduplicated after each step."""
+    xp = ev.be.xp
+    if any(isinstance(t, Call) for t in rule.head.args):
+        return rederivable(ev, rule, facts, keep.__getitem__, keep.__getitem__)
+    n = len(facts)
+    hit = xp.zeros(n, dtype=bool)
+    cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
+    ok = xp.ones(n, dtype=bool)
+    for p, t in enumerate(rule.head.args):
+        col = facts.cols[p]
+        if isinstance(t, Var):
+            if t.name in cols:
+                ok &= cols[t.name] == col
+            else:
+                cols[t.name] = col
+        elif isinstance(t, Const):
+            ok &= col == const_value(t, ev.symbols)
+    idx = xp.flatnonzero(ok)
+    if not len(idx):
+        return hit, 0
+    b = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    filters = tuple(lit for lit in rule.body if not isinstance(lit, Atom))
+    fvars = set().union(*(term_vars(f.left) | term_vars(f.right) for f in filters
+                          if isinstance(f, Compare))) if filters else set()
+    while atoms and b.n:
+        bound = set(b.cols)
+
+        def est(a: Atom, bound: set[str] = bound) -> float:
+            pos = tuple(p for p, t in enumerate(a.args)
+                        if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
+            return _fanout(cache, rows_of, a.relation, pos)
+
+        a = min(atoms, key=est)
+        atoms.remove(a)
+        later = set(fvars)
+        for other in atoms:
+            later |= {t.name for t in other.args if isinstance(t, Var)}
+        names = [v for v in b.cols if v == "#fact" or v in later]
+        names += sorted({t.name for t in a.args if isinstance(t, Var)
+                         and t.name not in bound and t.name in later})
+        q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
+        outs = [o for o in ev.evaluate(q, [keep[a.relation]], {}, initial=b) if o.n]
+        if not outs:
+            return hit, 0
+        got = RowSet.from_columns(ev.be, tuple(xp.concatenate([o.cols[i] for o in outs])
+                                               for i in range(len(names))), len(names))
+        b = Bindings(dict(zip(names, got.cols)), len(got))
+    if filters and b.n:
+        q = Rule(Atom("#q", (Var("#fact"),)), filters, rule.loc)
+        outs = ev.evaluate(q, [], {}, initial=b)
+        for o in outs:
+            hit[o.cols[0]] = True
+        return hit, sum(o.n for o in outs)
+    hit[b.cols["#fact"]] = True
+    return hit, b.n
+
+
+def _present(be: Any, vals: Any, keep: dict[str, RunSet], dom: dict[str, tuple[int, ...]],
+             size: int) -> Any:
+    """Mask over ``vals`` (dictionary ids below ``size``): which occur in a domain column of
+    a live row of ``keep`` (so their reflexive row ``same(c, c)`` still holds).  One gather
+    per domain column into a flag over the dictionary; occurrences in the rows' tombstones
+    are subtracted (they are rows of the runs)."""
+    xp = be.xp
+    if not len(vals):
+        return xp.zeros(0, dtype=bool)
+    flag = xp.zeros(size, dtype=bool)
+    flag[vals] = True
+    count = xp.zeros(size, dtype=INDEX)
+    for n, pos in dom.items():
+        rs = keep[n]
+        for sets, sign in ((rs.runs, 1), (rs.dead, -1)):
+            for run in sets:
+                for p in pos:
+                    col = run.cols[p]
+                    h = col[flag[col]]
+                    if len(h):
+                        count += sign * xp.bincount(h, minlength=size).astype(INDEX)
+    return count[vals] > 0
+
+
+def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[int, ...]]
+             ) -> None:
+    """Reflexive rows ``same(c, c)`` for the representatives in the domain columns of the
+    rows the insertion added (the others' rows were kept or rederived backwards): the
+    incremental form of ``EqualityEngine._reflexive_closure``."""
+    xp = engine.be.xp
+    vals = [run.cols[p] for dl in added for n, pos in dom.items() for run in dl[n].runs
+            for p in pos]
+    if not vals:
+        return
+    rho = engine.rho()
+    c = xp.unique(xp.concatenate(vals))
+    c = c[rho[c] == c]
+    eq = engine.equality.relation
+    d = RowSet.from_columns(engine.be, (c, c), 2)
+    engine.store[eq] = engine.store[eq].append(engine.store[eq].new_rows(d))
+
+
 def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             new_e: dict[str, RunSet], stats: UpdateStats, budget: float | None) -> None:
     """DRed≈ (module docstring, steps 1–4); installs the new materialisation and ρ.
@@ -274,7 +396,17 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 mask |= fresh[rows.cols[p]]
             if bool(mask.any()):
                 delta[n].append(rows.select(mask))
+                pending[0] += int(mask.sum())
+        check(pending[0])
 
+    pending = [0]  # rows an explosion put in ΔD (checked against the budget at once)
+
+    def check(extra: int) -> None:
+        if budget is not None and overdeleted + extra > max(budget * n_i, LARGE_E):
+            raise OverBudget(f"it overdeleted {overdeleted + extra:,} of {n_i:,} facts "
+                             f"(budget {budget:.0%})")
+
+    overdeleted = 0
     for n in rels:
         em = e_minus[n]
         if not len(em):
@@ -285,7 +417,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             explode(rho[a[a != b]])
     eq_heads = [r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]
                 for r in od_norm]
-    overdeleted = 0
     while True:
         dd: dict[str, RowSet] = {}
         for n in rels:
@@ -299,9 +430,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         for n, d in dd.items():
             D[n] = D[n].merge(d) if len(D[n]) else d
             overdeleted += len(d)
-        if budget is not None and overdeleted > max(budget * n_i, LARGE_E):
-            raise OverBudget(f"it overdeleted {overdeleted:,} of {n_i:,} facts "
-                             f"(budget {budget:.0%})")
+        pending[0] = 0
+        check(0)
         delta = {n: [] for n in rels}
         ddr = {n: RunSet.of(d) for n, d in dd.items()}
         for rule, is_eq in zip(od_norm, eq_heads):
@@ -357,7 +487,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[n].append(_rows_of(be, _gather(e_plus[n].cols, pos, rho2), arity[n]))
     new_norm = [_normal_rule(engine, r, rho2) for r in rules]
     old_norm = od_norm[:len(rules)]
-    pos_of = keep.__getitem__
+    fanouts: dict[Any, float] = {}
     for rule, old in zip(new_norm, old_norm):
         h = rule.head.relation
         flow = flows_in(rule, dom)
@@ -375,10 +505,16 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             if flow:
                 continue
         if len(D[h]):  # (b) one-step rederivation of D's facts
-            hit, matched = rederivable(ev, rule, D[h], pos_of, pos_of)
+            hit, matched = _backward(ev, rule, D[h], keep, full_rows, fanouts)
             stats.backward += matched
             if bool(hit.any()):
                 parts[h].append(D[h].select(hit))
+    if len(od_rules) > len(rules) and len(D[eq.relation]):  # (b) for the ≈4 closure rows
+        cand = D[eq.relation]
+        cand = cand.select(cand.cols[0] == cand.cols[1])
+        if len(cand):
+            parts[eq.relation].append(cand.select(_present(be, cand.cols[0], keep, dom,
+                                                                  len(rho))))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
     store: dict[str, RunSet] = {}
@@ -400,6 +536,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     try:
         prev, dl, cur, full = engine._merge(stratum, dict(keep), start, rules, new_norm,
                                            rstats)
+        added = [dl]
         while any(len(dl[n]) for n in rels) or full:
             outputs: dict[str, list[Any]] = {n: [] for n in rels}
             versions = {Role.DELTA: dl, Role.OLD: prev, Role.NEW: engine.store}
@@ -419,12 +556,14 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             prev = {n: engine.store[n] for n in rels}
             dl = {n: RunSet.of(engine._absorb(n, outputs[n], recursive=True)) for n in rels}
             prev, dl, cur, full = engine._merge(stratum, prev, dl, rules, cur, rstats)
+            added.append(dl)
     finally:
         engine.evaluator.compact = None
     stats.derivations += sum(r.derivations for r in rstats.values())
     if eq.reflexive and not engine.reflexive_as_rules:
-        engine._reflexive_closure()
-    final = {n: engine.store[n].compacted() for n in rels}
+        _closure(engine, added, dom)
+    final = {n: engine.store[n].compacted() if engine.store[n].worth_compacting()
+             else engine.store[n] for n in rels}
     engine.store = final
     rederived = 0
     rho_f = engine.rho()

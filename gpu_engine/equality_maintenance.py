@@ -67,7 +67,7 @@ from .runs import RunSet
 from .stats import RuleStats, UpdateStats
 
 ALGORITHMS = ("auto", "remat", "dred_eq")
-BUDGET = 0.1  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
+BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 
@@ -227,16 +227,21 @@ def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
 
 
 def _fanout(cache: dict[Any, float], rows_of: Any, name: str, pos: tuple[int, ...]) -> float:
-    """Average number of rows of ``name`` per distinct value of the columns ``pos`` (the
-    join-order estimate of :func:`_backward`; cached per update)."""
+    """Average number of rows of ``name`` per distinct key on the columns ``pos`` (the
+    join-order estimate of :func:`_backward`), from the join index of the relation's
+    largest run on those columns (cached on the run, so across updates too)."""
     key = (name, pos)
     if key not in cache:
-        rows = rows_of(name)
-        if not len(rows) or not pos:
-            cache[key] = float(len(rows))
+        runs = rows_of(name).runs
+        if not runs or not pos:
+            cache[key] = float(sum(len(r) for r in runs))
         else:
-            proj = RowSet.from_columns(rows.be, tuple(rows.cols[p] for p in pos), len(pos))
-            cache[key] = len(rows) / max(len(proj), 1)
+            run = max(runs, key=len)
+            idx = run.index(pos)
+            k = idx.sorted_keys
+            distinct = (int((k[1:] != k[:-1]).sum()) + 1 if idx.spec is not None and len(k)
+                        else 1)
+            cache[key] = len(run) / max(distinct, 1)
     return cache[key]
 
 
@@ -505,7 +510,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             if flow:
                 continue
         if len(D[h]):  # (b) one-step rederivation of D's facts
-            hit, matched = _backward(ev, rule, D[h], keep, full_rows, fanouts)
+            hit, matched = _backward(ev, rule, D[h], keep, old_store.__getitem__, fanouts)
             stats.backward += matched
             if bool(hit.any()):
                 parts[h].append(D[h].select(hit))

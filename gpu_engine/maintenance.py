@@ -23,6 +23,9 @@ bfc        B/F^c, paper 000 Algorithm 3 (``backward_forward``)          c_nr
 
 An algorithm that needs counters the engine does not have first rebuilds them by one
 materialisation with counting (reported in ``UpdateStats.note``).
+
+Programs with an equality relation go to :mod:`gpu_engine.equality_maintenance` (``auto``,
+``dred_eq``: DRed≈, ``remat``: Remat≈).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_paper_31_deletion_splits_classes(algorithm: str | None) -> None:
         assert old <= rows(r, n, False)
     assert r.equivalence_classes().num_rows == 0
     st = r.update(insert={"R": [("a", "d")]}, algorithm=algorithm)  # merged again
-    assert st.algorithm == "dred≈"
+    assert st.algorithm == "mat≈"  # insertions only: Mat≈ continues
     assert rows(r, "R", False) == {("a", "b")} and sum(r.relation_sizes().values()) == 12
 
 
@@ -86,6 +86,16 @@ def test_deleted_explicit_equality_splits_and_rule_constants_follow() -> None:
     assert rows(r, "q") == {("b",)}
     r.update(insert={"same": [("b", "a")]}, algorithm="dred_eq")
     assert rows(r, "q") == {("a",), ("b",), ("z",)}
+
+
+def test_mixed_update_deletes_first() -> None:
+    """Deleting and inserting at once (brief pitfall 8): deletions first, then E⁺."""
+    r = paper_31([("a", "b"), ("c", "d"), ("a", "d")])
+    st = r.update(delete={"R": [("a", "d")]}, insert={"R": [("c", "b")]},
+                  algorithm="dred_eq")
+    assert st.algorithm == "dred≈"
+    assert rows(r, "R", False) == {("a", "b")}  # c≈a, d≈b merged again through R(c, b)
+    assert sum(r.relation_sizes().values()) == 12
 
 
 def test_deleting_explicit_fact_that_is_also_derived() -> None:
@@ -172,7 +182,7 @@ def test_store_and_cli_update(tmp_path: Path) -> None:
         pytest.skip("no --stats-json on update")
     assert out.returncode == 0, out.stderr
     stats = json.loads((tmp_path / "s.json").read_text())
-    assert stats["algorithm"] == "dred≈"
+    assert stats["algorithm"] == "mat≈"
     again = open_store(tmp_path / "db", device="cpu")
     assert sum(again.relation_sizes().values()) == 12
 

@@ -39,7 +39,8 @@ is the components of the final equalities, and the rows are the normal forms.
 
 Programs with negation, aggregates, subsumption or choice are maintained by Remat≈
 (reported in ``UpdateStats.note``).  ``auto`` (the default for equality programs) runs
-DRed≈ with a budget: when D grows beyond :data:`BUDGET` of I (or the deletions are more
+DRed≈ with a budget: when D grows beyond :data:`BUDGET` of I (:data:`BUDGET_SPLIT` once a
+class exploded; or the deletions are more
 than :data:`LARGE_UPDATE` of a large E) it rematerialises instead, so an update costs about a
 Remat≈ at worst.
 """
@@ -68,6 +69,7 @@ from .stats import RuleStats, UpdateStats
 
 ALGORITHMS = ("auto", "remat", "dred_eq")
 BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
+BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs Mat≈ rounds)
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 
@@ -407,9 +409,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     pending = [0]  # rows an explosion put in ΔD (checked against the budget at once)
 
     def check(extra: int) -> None:
-        if budget is not None and overdeleted + extra > max(budget * n_i, LARGE_E):
+        if budget is None:
+            return
+        b = min(budget, BUDGET_SPLIT) if bool(exploded.any()) else budget
+        if overdeleted + extra > max(b * n_i, LARGE_E):
             raise OverBudget(f"it overdeleted {overdeleted + extra:,} of {n_i:,} facts "
-                             f"(budget {budget:.0%})")
+                             f"(budget {b:.0%}{' with a class split' if b < budget else ''})")
 
     overdeleted = 0
     for n in rels:

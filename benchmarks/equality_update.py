@@ -75,6 +75,35 @@ def sameas(entities: int, max_class: int = 300, merged: float = 0.3, values: int
     return RULES.replace("{const}", str(biggest)), facts
 
 
+EMAIL = "<http://swat.cse.lehigh.edu/onto/univ-bench.owl#emailAddress>"
+
+
+def lubm_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
+             ) -> tuple[str, dict[str, np.ndarray]]:
+    """LUBM(k) with the LUBM_L rules, ``dup`` of the individuals with an e-mail address
+    copied under an alias IRI (every triple with them as subject), and the
+    inverse-functional rule on ``emailAddress`` (OWL 2 RL prp-ifp) deriving ``sameAs``,
+    declared ``equality`` over every symbol column (brief §1.5 ``lubm_dup``)."""
+    from gpu_engine.host.ntriples import read_ntriples
+
+    from benchmarks.programs import lubm_program
+    from benchmarks.run import lubm_data_path
+
+    t = read_ntriples(lubm_data_path(universities))
+    s_, p_, o_ = (np.array(t.column(c).to_pylist(), dtype=object) for c in ("s", "p", "o"))
+    rng = np.random.default_rng(seed)
+    people = np.unique(s_[p_ == EMAIL])
+    chosen = people[rng.random(len(people)) < dup]
+    sel = np.isin(s_, chosen)
+    alias = np.array([x[:-1] + "_dup>" for x in s_[sel]], dtype=object)
+    te = np.concatenate([np.stack([s_, p_, o_], axis=1),
+                         np.stack([alias, p_[sel], o_[sel]], axis=1)])
+    text = (lubm_program("LUBM_L").text
+            + "\n.decl sameAs(x: symbol, y: symbol) equality\n"
+            + f'sameAs(x, y) :- TE(x, "{EMAIL}", e), TE(y, "{EMAIL}", e).\n')
+    return text, {"TE": te}
+
+
 def _state(text: str, facts: dict[str, np.ndarray], device: str) -> object:
     from gpu_engine import Reasoner
 
@@ -111,10 +140,17 @@ def _pick(facts: dict[str, np.ndarray], k: int, seed: int) -> dict[str, np.ndarr
 
 
 def measure(text: str, facts: dict[str, np.ndarray], k: int, device: str,
-            algorithms: list[str], seed: int, keys: bool = True) -> list[dict]:
+            algorithms: list[str], seed: int, keys: bool = True,
+            dataset: str = "sameas") -> list[dict]:
     """One deletion of ``k`` random explicit facts (``keys``: key facts among them, so
     classes split; otherwise only attr/knows facts) by Remat≈ and ``algorithms``."""
-    pool = facts if keys else {n: v for n, v in facts.items() if n != "key"}
+    if keys:
+        pool = facts
+    elif "TE" in facts:  # lubm_dup: no e-mail triples (no class splits)
+        te = facts["TE"]
+        pool = {"TE": te[te[:, 1] != EMAIL]}
+    else:
+        pool = {n: v for n, v in facts.items() if n != "key"}
     dele = _pick(pool, k, seed)
     base = _state(text, facts, device)
     n_e = sum(len(v) for v in facts.values())
@@ -127,7 +163,7 @@ def measure(text: str, facts: dict[str, np.ndarray], k: int, device: str,
         seconds = time.perf_counter() - t0
         results[alg] = (r, seconds)
         m = re.search(r"exploded ([\d,]+) classes \(([\d,]+) members\)", st.note)
-        lines.append({"benchmark": "equality-update", "dataset": "sameas",
+        lines.append({"benchmark": "equality-update", "dataset": dataset,
                       "deleting": "any" if keys else "no-key",
                       "explicit": n_e, "deleted": k, "algorithm": alg, "ran": st.algorithm,
                       "device": r.device, "seconds": round(seconds, 4),  # type: ignore[attr-defined]
@@ -146,16 +182,22 @@ def measure(text: str, facts: dict[str, np.ndarray], k: int, device: str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entities", type=int, default=60000)
+    ap.add_argument("--dataset", choices=["sameas", "lubm_dup"], default="sameas")
+    ap.add_argument("--entities", type=int, default=60000, help="sameas: individuals")
+    ap.add_argument("--universities", type=int, default=1, help="lubm_dup: LUBM(k)")
+    ap.add_argument("--dup", type=float, default=0.1, help="lubm_dup: share duplicated")
     ap.add_argument("--deletions", default="100,1000,25%")
     ap.add_argument("--algorithms", default="dred_eq,auto")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deleting", default="any,no-key",
-                    help="any: random explicit facts; no-key: attr/knows facts only")
+                    help="any: random explicit facts; no-key: no key/e-mail facts")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    text, facts = sameas(args.entities, seed=args.seed)
+    if args.dataset == "sameas":
+        text, facts = sameas(args.entities, seed=args.seed)
+    else:
+        text, facts = lubm_dup(args.universities, args.dup, args.seed)
     _state(text, {n: v[:50] for n, v in facts.items()}, args.device)  # warm-up
     n_e = sum(len(v) for v in facts.values())
     out = []
@@ -163,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         k = int(n_e * float(d[:-1]) / 100) if d.endswith("%") else int(d)
         for which in args.deleting.split(","):
             for line in measure(text, facts, k, args.device, args.algorithms.split(","),
-                                args.seed + k, keys=which == "any"):
+                                args.seed + k, keys=which == "any",
+                                dataset=args.dataset):
                 print(json.dumps(line), flush=True)
                 out.append(line)
     if args.out:

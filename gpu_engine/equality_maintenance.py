@@ -56,7 +56,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import rederivable
+from .affected import may_match, rederivable
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
 from .expr import const_value, term_vars
@@ -182,18 +182,28 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 # --- DRed≈ --------------------------------------------------------------------------------
 
 
-def _normal_rule(engine: Any, rule: Rule, rho: Any) -> Rule:
-    """``rule`` with its domain constants normalised by ``rho``."""
+def _normal_rules(engine: Any, rules: list[Rule], rho: Any) -> list[Rule]:
+    """``rules`` with their domain constants normalised by ``rho`` (each distinct constant
+    looked up once; rules without constants returned as they are)."""
     syms = engine.symbols
+    memo: dict[Any, Any] = {}
 
     def fn(value: Any) -> Any:
-        cid = syms.encode(str(value))
-        if cid >= len(rho):
-            return value
-        rep = int(engine.be.to_host(rho[cid:cid + 1])[0])
-        return value if rep == cid else syms.decode_many(np.array([rep], dtype=np.int64))[0]
+        if value not in memo:
+            cid = syms.encode(str(value))
+            rep = cid if cid >= len(rho) else int(engine.be.to_host(rho[cid:cid + 1])[0])
+            memo[value] = (value if rep == cid
+                           else syms.decode_many(np.array([rep], dtype=np.int64))[0])
+        return memo[value]
 
-    return map_constants(rule, engine.equality.domain, fn)[0]
+    dom = engine.equality.domain
+    return [map_constants(r, dom, fn)[0] if _has_const(r) else r for r in rules]
+
+
+def _has_const(rule: Rule) -> bool:
+    lits = (rule.head, *rule.body)
+    return any(isinstance(t, Const) for lit in lits for t in getattr(lit, "args", ())) or any(
+        isinstance(lit, Compare) for lit in rule.body)
 
 
 def _gather(cols: tuple[Any, ...], pos: tuple[int, ...], rho: Any) -> tuple[Any, ...]:
@@ -372,7 +382,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     if eq.reflexive and not engine.reflexive_as_rules:  # closure rows: deleted through ≈4
         od_rules += reflexive_rules(eq, arity)
     # --- 1. overdeletion in normal form, with explosions ----------------------------------
-    od_norm = [_normal_rule(engine, r, rho) for r in od_rules]
+    od_norm = _normal_rules(engine, od_rules, rho)
+    flow = {id(r): flows_in(r, dom) for r in od_norm}
     sizes = xp.bincount(rho, minlength=len(rho))
     exploded = xp.zeros(len(rho), dtype=bool)
     compact_i: dict[str, RowSet] = {}
@@ -448,7 +459,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             atoms = _atoms(rule)
             outs = []
             for i, a in enumerate(atoms):
-                if a.relation not in ddr:
+                if a.relation not in ddr or not may_match(ev, a, ddr[a.relation]):
                     continue
                 sources = [ddr[b.relation] if j == i else old_store[b.relation]
                            for j, b in enumerate(atoms)]
@@ -458,7 +469,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 continue
             hn = rule.head.relation
             h = _outputs(be, arity[hn], outs)
-            if flows_in(rule, dom) and len(h):  # unmerged values in merged columns
+            if flow[id(rule)] and len(h):  # unmerged values in merged columns
                 h = _rows_of(be, _gather(h.cols, dom[hn], rho), arity[hn])
             h = h.select(old_store[rule.head.relation].has(h)) if len(h) else h
             if len(h):
@@ -495,13 +506,13 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 parts[n].append(_rows_of(be, _gather(cand.cols, pos, rho2), arity[n]))
         if len(e_plus[n]):
             parts[n].append(_rows_of(be, _gather(e_plus[n].cols, pos, rho2), arity[n]))
-    new_norm = [_normal_rule(engine, r, rho2) for r in rules]
+    new_norm = _normal_rules(engine, rules, rho2)
     old_norm = od_norm[:len(rules)]
     fanouts: dict[Any, float] = {}
     for rule, old in zip(new_norm, old_norm):
         h = rule.head.relation
-        flow = flows_in(rule, dom)
-        if rule != old or (flow and len(D[h])):
+        flows = flow[id(old)]
+        if rule != old or (flows and len(D[h])):
             # (c) constants normalised differently: every instance over I \ D; a rule
             # whose merged head column is bound from an unmerged one cannot be evaluated
             # backwards from normal heads, so it runs forwards too (heads through ρ')
@@ -509,10 +520,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             if atoms:
                 outs = ev.evaluate(rule, [keep[a.relation] for a in atoms], {})
                 got = _outputs(be, arity[h], outs)
-                if flow and len(got):
+                if flows and len(got):
                     got = _rows_of(be, _gather(got.cols, dom[h], rho2), arity[h])
                 parts[h].append(got)
-            if flow:
+            if flows:
                 continue
         if len(D[h]):  # (b) one-step rederivation of D's facts
             hit, matched = _backward(ev, rule, D[h], keep, old_store.__getitem__, fanouts)

@@ -436,8 +436,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if n == eq.relation:  # a deleted explicit equality a ≈ b, a ≠ b
             a, b = em.cols
             explode(rho[a[a != b]])
+    # a non-reflexive equality rule: its head terms differ as written (normalised
+    # constants may coincide, as same("e", "g") under e, g ↦ g)
     eq_heads = [r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]
-                for r in od_norm]
+                for r in od_rules]
     while True:
         dd: dict[str, RowSet] = {}
         for n in rels:

@@ -234,3 +234,21 @@ def test_streaming_sink_with_equality(tmp_path: Path) -> None:
     judge = paper_31([("a", "b"), ("c", "d"), ("c", "b")])
     for n in ("R", "eq"):
         assert rows(back, n) == rows(judge, n)
+
+
+def test_rule_with_two_constants_of_one_class_splits_it() -> None:
+    """`same("e", "g") :- r("x")` normalises to `same(e, e)`: still a non-reflexive
+    equality rule (fuzz seed 748), so deleting r("x") splits {e, g}."""
+    text = """
+    .decl same(x: symbol, y: symbol) equality
+    .decl r(x: symbol)
+    .decl s(x: symbol)
+    r("x"). s("g").
+    same("e", "g") :- r("x").
+    """
+    r = Reasoner(text, device="cpu")
+    r.materialise()
+    assert ("e",) in rows(r, "s")
+    st = r.update(delete={"r": [("x",)]}, algorithm="dred_eq")
+    assert st.algorithm == "dred≈" and "exploded 1 classes" in st.note
+    assert rows(r, "s") == {("g",)} and r.equivalence_classes().num_rows == 0

@@ -23,6 +23,9 @@ bfc        B/F^c, paper 000 Algorithm 3 (``backward_forward``)          c_nr
 
 An algorithm that needs counters the engine does not have first rebuilds them by one
 materialisation with counting (reported in ``UpdateStats.note``).
+
+Programs with an equality relation go to :mod:`gpu_engine.equality_maintenance` (``auto``,
+``dred_eq``: DRed≈, ``remat``: Remat≈).
 """
 
 from __future__ import annotations
@@ -61,14 +64,13 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     algorithms: it may inject additions or raise ``fdu.Restart`` (the state is restored).
     A change that is empty after normalisation runs no round (incremental algorithms)."""
     t0 = time.perf_counter()
+    if getattr(engine, "equality", None) is not None:  # equality by rewriting: DRed≈/Remat≈
+        from .equality_maintenance import apply_update as apply_update_eq
+
+        return apply_update_eq(engine, insert, delete, algorithm)
+    if algorithm == "auto":
+        algorithm = None
     alg = algorithm or default_algorithm(engine)
-    eq = getattr(engine, "equality", None)
-    if eq is not None:  # equality by rewriting: Remat≈ (gpu_engine.equality)
-        if algorithm not in (None, "remat"):
-            raise ValueError(f"the {alg} algorithm cannot maintain a program with the equality "
-                             f"relation '{eq.relation}' (counters mean nothing after a "
-                             "merge): use remat (Remat≈)")
-        alg = "remat"
     if getattr(engine, "order_dependent", None) and alg != "remat":
         if algorithm is not None:  # order-dependent results: only rematerialisation
             raise ValueError(f"the {alg} algorithm cannot maintain a program with "

@@ -22,7 +22,8 @@ from .io import read_facts, write_text_atomic
 if TYPE_CHECKING:
     from .reasoner import Reasoner
 
-ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc")
+ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", "bfc",
+              "auto", "dred_eq", "bf_eq")  # the last three: equality (DRed≈, B/F≈)
 
 
 FORMAT_HELP = ("default IO of .input/.output directives that name none: 'file' (Soufflé's "
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="directory of fact files to delete (named like the -F inputs)")
     upd.add_argument("--algorithm", choices=ALGORITHMS,
                      help="maintenance algorithm (default: Counting when no stratum is "
-                          "recursive, otherwise DRed^c)")
+                          "recursive, otherwise DRed^c; with an equality relation: auto, "
+                          "DRed≈ with a fallback to Remat≈)")
     upd.add_argument("--modules", choices=["auto", "off"],
                      help="DRed^c with TC/STC modules (DRed^c-MOD, paper 002) or without; "
                           "default: the store's setting")

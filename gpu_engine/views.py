@@ -53,10 +53,31 @@ class View:
         return sum(len(i) for i in self.include) - sum(len(e) for e in self.exclude)
 
     def plus(self, extra: RunSet) -> View:
-        """This view with rows disjoint from it added."""
+        """This view with the rows of ``extra`` (none of them visible in it) added.
+
+        A row the view hides by an exclude set (a fact deleted, then derived again) is made
+        visible by taking it out of that set, not by including it a second time: included
+        runs stay disjoint and each exclude set a subset of them.  The other rows are
+        included as a new run."""
         if len(extra) == 0:
             return self
-        return View(self.arity, (*self.include, extra), self.exclude)
+        excluded = [ex for ex in self.exclude if len(ex)]
+        if not excluded:
+            return View(self.arity, (*self.include, extra), self.exclude)
+        if self.arity == 0:  # the one nullary row: hidden by an exclude set, so included
+            return View(self.arity, self.include, ())
+        rows = extra.compact()
+        hidden = excluded[0].has(rows)
+        for ex in excluded[1:]:
+            hidden |= ex.has(rows)
+        if not bool(hidden.any()):
+            return View(self.arity, (*self.include, extra), self.exclude)
+        back = rows.select(hidden)
+        kept = (ex.compact().minus(back) for ex in excluded)
+        exclude = tuple(RunSet.of(k) for k in kept if len(k))
+        rest = rows.select(~hidden)
+        include = (*self.include, RunSet.of(rest)) if len(rest) else self.include
+        return View(self.arity, include, exclude)
 
     def minus(self, rows: RunSet) -> View:
         """This view without ``rows`` (a subset of it, disjoint from what is excluded)."""

@@ -13,12 +13,7 @@ from __future__ import annotations
 import re
 
 # every bug the campaigns found so far is fixed (issue 12 items 1-2 merged)
-KNOWN: list[tuple[str, str, str, str]] = [
-    ("fuzz-fdu", "no_termination", r"algorithm=dredc modules=auto.*eqrel",
-     "DRed^c-MOD (modules=auto) on a program with an eqrel relation does not finish a "
-     "deletion: plain sequential Reasoner.update hangs in modules.add (seed 759; "
-     "reproduces on main without the update queue)"),
-]
+KNOWN: list[tuple[str, str, str, str]] = []
 
 
 def known_bug(campaign: str, kind: str, text: str) -> str | None:

@@ -144,7 +144,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
         if not (stats.deleted or stats.inserted) and not alg.startswith("remat") \
-                and engine.materialised:
+                and engine.materialised and _counters_ready(engine, alg):
             pass  # nothing changes: no round (a queue that cancelled itself)
         elif eq is not None and not stats.deleted and engine.can_continue():
             engine.explicit = new_e  # insertions only: Mat≈ continues (paper 001 §1)
@@ -172,17 +172,24 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
     return stats
 
 
+def _counters_ready(engine: Any, alg: str) -> bool:
+    """Whether the engine holds the derivation counters ``alg`` needs (an update with no
+    change still leaves them, as ``stats.algorithm`` says)."""
+    need = _NEEDS.get(alg, 0)
+    # recursive counters of modular strata are not kept (paper 002 §4.2): DRed^c without
+    # modules needs them rebuilt when they were last computed with modules
+    stale_rec = (alg == "dredc" and engine.modules == "off"
+                 and engine.counted_with == "auto")
+    return not (need and (engine.counting < need or not engine.counters or stale_rec))
+
+
 def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                      e_plus: dict[str, RowSet], new_e: dict[str, RowSet],
                      stats: UpdateStats, boundary: Any = None) -> None:
     from . import forward_algorithms as F
 
     need = _NEEDS[alg]
-    # recursive counters of modular strata are not kept (paper 002 §4.2): DRed^c without
-    # modules needs them rebuilt when they were last computed with modules
-    stale_rec = (alg == "dredc" and engine.modules == "off"
-                 and engine.counted_with == "auto")
-    if need and (engine.counting < need or not engine.counters or stale_rec):
+    if not _counters_ready(engine, alg):
         engine.counting = max(need, engine.counting)
         engine.materialise()
         stats.note = f"rebuilt derivation counters (level {engine.counting}) first"

@@ -562,19 +562,6 @@ class Engine:
         self._note_symbols()
 
 
-def keep_counts(be: Backend) -> Any:
-    """A compactor (:attr:`RuleEvaluator.compact`) for maintenance: distinct rows with
-    their multiplicities, nothing dropped (the multisets Π⟦...⟧ need every row)."""
-    def compact(rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
-        if not outs:
-            return outs
-        arity = len(outs[0].cols)
-        total = sum(o.count for o in outs)
-        cols, weights = concat_outputs(be, arity, outs)
-        d, cnt = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs),
-                                     return_counts=True, weights=weights)
-        return [RuleOutput(d.cols, len(d), cnt, total)]
-    return compact
 
 
 def counter_level(counting: bool | int) -> int:

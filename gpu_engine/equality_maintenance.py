@@ -62,7 +62,7 @@ from .equality import flows_in, map_constants, reflexive_rules
 from .expr import const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
-from .rowset import RowSet
+from .rowset import RowSet, union_rows
 from .rule_eval import Bindings
 from .runs import RunSet
 from .stats import RuleStats, UpdateStats
@@ -215,16 +215,6 @@ def _rows_of(be: Any, cols: tuple[Any, ...], arity: int) -> RowSet:
     return RowSet.from_columns(be, tuple(cols), arity)
 
 
-def _union(be: Any, arity: int, parts: list[RowSet]) -> RowSet:
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return RowSet.empty(be, arity)
-    if len(parts) == 1:
-        return parts[0]
-    if arity == 0:
-        return parts[0]
-    cols = tuple(be.xp.concatenate([p.cols[i] for p in parts]) for i in range(arity))
-    return RowSet.from_columns(be, cols, arity)
 
 
 def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
@@ -444,7 +434,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         dd: dict[str, RowSet] = {}
         for n in rels:
             if delta[n]:
-                d = _union(be, arity[n], delta[n])
+                d = union_rows(be, arity[n], delta[n])
                 d = d.select(~D[n].contains(d.cols)) if len(D[n]) and len(d) else d
                 if len(d):
                     dd[n] = d
@@ -543,7 +533,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
     for n in rels:
-        d = _union(be, arity[n], parts[n])
+        d = union_rows(be, arity[n], parts[n])
         d = keep[n].new_rows(d) if len(d) else d
         store[n] = keep[n].append(d) if len(d) else keep[n]
         start[n] = RunSet.of(d) if len(d) else RunSet.empty(be, arity[n])

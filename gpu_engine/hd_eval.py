@@ -210,21 +210,6 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
     return _group(be, both, keep)
 
 
-def _keep_counts(be: Any) -> Any:
-    """A compactor for bags: distinct rows with their multiplicities (the evaluator's
-    memory bound, see :attr:`RuleEvaluator.compact`), never deduplicated."""
-    from .rule_eval import RuleOutput, concat_outputs
-
-    def compact(rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
-        if not outs:
-            return outs
-        arity = len(outs[0].cols)
-        total = sum(o.count for o in outs)
-        cols, weights = concat_outputs(be, arity, outs)
-        d, cnt = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs),
-                                     return_counts=True, weights=weights)
-        return [RuleOutput(d.cols, len(d), cnt, total)]
-    return compact
 
 
 def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: Any,
@@ -264,7 +249,9 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
                 neg.append([(rs, True)])
     rule = Rule(rule.head, tuple(body), rule.loc)
     saved = ev.compact
-    ev.compact = _keep_counts(be)  # a large bag is grouped as it grows, never deduplicated
+    from .rule_eval import keep_counts
+
+    ev.compact = keep_counts(be)  # a large bag is grouped as it grows, never deduplicated
     try:
         outs: list[RuleOutput] = ev.evaluate_plain(rule, srcs, neg, delta)  # type: ignore
     finally:

@@ -213,7 +213,7 @@ def _run_incremental(engine: Any, alg: str, e_minus: dict[str, RowSet],
                  {n: r.arity for n, r in engine.program.relations.items()}, stats,
                  modules, boundary, new_e)
     # every algorithm's multisets and backward steps accept compacted outputs
-    from .engine import keep_counts
+    from .rule_eval import keep_counts
 
     engine.evaluator.compact = keep_counts(engine.be)
     try:

@@ -439,3 +439,17 @@ def _needed_vars(rule: Rule, atoms: list[tuple[Atom, Source]], filters: list[Any
 
 
 __all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "RowSet", "S", "Call", "concat_outputs"]
+
+def keep_counts(be: Backend) -> Any:
+    """A compactor (:attr:`RuleEvaluator.compact`) for maintenance: distinct rows with
+    their multiplicities, nothing dropped (the multisets Π⟦...⟧ need every row)."""
+    def compact(rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:
+        if not outs:
+            return outs
+        arity = len(outs[0].cols)
+        total = sum(o.count for o in outs)
+        cols, weights = concat_outputs(be, arity, outs)
+        d, cnt = RowSet.from_columns(be, cols, arity, sum(o.n for o in outs),
+                                     return_counts=True, weights=weights)
+        return [RuleOutput(d.cols, len(d), cnt, total)]
+    return compact

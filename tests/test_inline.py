@@ -120,6 +120,9 @@ def test_record_patterns_in_inline_heads() -> None:
          ".decl c(x:number)\nc(x) :- b(x, _), !a(_).\n", 5, 21, "unnamed variable"),
         (".decl a(x:number) inline\n.decl b(x:number)\na(x) :- b(x).\nb(x) :- a(x, x).\n",
          4, 9, "arity mismatch"),
+        # a variable only inside a head expression is local (found by the generated test)
+        (".decl a(x:number) inline\n.decl b(x:number)\na(x + x) :- b(x).\n"
+         ".decl c(x:number)\nc(y) :- b(y), !a(y).\n", 5, 15, "binds variables outside"),
     ],
 )
 def test_inline_errors(text: str, line: int, col: int, fragment: str) -> None:

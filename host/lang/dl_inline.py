@@ -183,7 +183,10 @@ class _Inliner:
         disjuncts: list[SFormula] = []
         for clause in self._definition(atom.relation):
             if negated is not None:
-                local = _variables(clause.body) - _variables(clause.head)
+                # a variable only inside a head expression (``R(x + x) :- x = 0``) is not
+                # bound by the atom's arguments: it is local too
+                direct = {a.name for a in clause.head.args if isinstance(a, SVar)}
+                local = _variables(clause.body) - direct
                 if local:
                     raise ProgramError(
                         f"cannot inline the negated relation '{atom.relation}': its rule at "

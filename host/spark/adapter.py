@@ -256,6 +256,18 @@ def local_checkpoint(df: Any) -> Any:
     return df.localCheckpoint(eager=True)
 
 
+def disable_constraint_propagation(spark: Any) -> None:
+    """Turn off Catalyst's constraint propagation on ``spark`` (a session setting).
+
+    Its rewrite of a Union's constraints fails with ``NoSuchElementException: key not
+    found: c0#..`` when the union's branches are self-joins of one checkpointed frame (a
+    recursive copy rule such as ``e(x) :- e(x), e(x)`` beside another rule for ``e``), and on
+    the long plans of seminaive rounds it only infers filters the compiled rules already
+    state.  Every frame the runner returns is evaluated under the session, so the setting
+    stays off rather than being restored after :meth:`SparkRunner.materialise`."""
+    spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
+
+
 def broadcast(df: Any) -> Any:
     """Hint that ``df`` is small enough to be broadcast to every executor."""
     from pyspark.sql import functions as F
@@ -277,5 +289,5 @@ def row_count(df: Any) -> int:
 __all__ = ["SparkUnavailable", "require_pyspark", "is_connect", "is_dataframe", "local_session",
            "session", "shipping_key", "add_py_file", "cancel_jobs",
            "parallelism", "partitions_for", "to_arrow", "from_arrow", "spark_type_of",
-           "spark_schema", "arrow_schema_of", "map_in_arrow", "local_checkpoint", "broadcast", "foreach_batch",
-           "row_count", "session_of"]
+           "spark_schema", "arrow_schema_of", "map_in_arrow", "local_checkpoint", "disable_constraint_propagation",
+           "broadcast", "foreach_batch", "row_count", "session_of"]

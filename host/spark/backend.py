@@ -178,6 +178,7 @@ class SparkRunner:
         self.program = program
         self.spark = spark
         ensure_shipped(spark)  # the decomposed path runs this package on the executors
+        sa.disable_constraint_propagation(spark)
         self.decompose = decompose
         self.local_finish_rows = local_finish_rows
         self.checkpoint_every = checkpoint_every

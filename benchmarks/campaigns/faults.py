@@ -76,6 +76,19 @@ def random_graph(rng: np.random.Generator, components: int, size: int) -> set[tu
     return edges
 
 
+Edges = set[tuple[int, int]]
+
+
+def graph_and_update(rng: np.random.Generator, components: int, size: int, cross: int,
+                     delete_every: int) -> tuple[Edges, Edges, Edges]:
+    """:func:`random_graph` plus an update on it: ``cross`` random edges between components
+    (those not already present) to insert, and every ``delete_every``-th edge to delete."""
+    edges = random_graph(rng, components, size)
+    ins = {(int(rng.integers(0, components)) * size, int(rng.integers(0, components)) * size + 1)
+           for _ in range(cross)}
+    return edges, ins - edges, set(sorted(edges)[::delete_every])
+
+
 def write_edges(d: Path, edges: set[tuple[int, int]]) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "edge.facts").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(edges)))
@@ -123,11 +136,7 @@ class Setup:
 
         rng = np.random.default_rng(20_261_124)
         comps = max(2, size)
-        edges = random_graph(rng, comps, 30)
-        cross = {(int(rng.integers(0, comps)) * 30, int(rng.integers(0, comps)) * 30 + 1)
-                 for _ in range(2 * comps)}
-        x = cross - edges
-        y = set(sorted(edges)[::40])
+        edges, x, y = graph_and_update(rng, comps, 30, 2 * comps, 40)
         z = {(c * 30 + 2, ((c + 1) % comps) * 30 + 3) for c in range(0, comps, 3)} - edges - x
         root.mkdir(parents=True, exist_ok=True)
         self.root = root

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .common import Campaign, cli_args, run_cli, snapshot
-from .faults import engine_state, random_graph, same, stored_state, write_edges
+from .faults import engine_state, graph_and_update, same, stored_state, write_edges
 
 TC = """\
 .decl edge(x: number, y: number)
@@ -103,11 +103,7 @@ class World:
 
         rng = np.random.default_rng(20_261_124)
         comps = max(2, size)
-        edges = random_graph(rng, comps, 24)
-        cross = {(int(rng.integers(0, comps)) * 24, int(rng.integers(0, comps)) * 24 + 1)
-                 for _ in range(comps)}
-        ins = cross - edges
-        dele = set(sorted(edges)[::30])
+        edges, ins, dele = graph_and_update(rng, comps, 24, comps, 30)
         self.root = root
         self.f0 = write_edges(root / "f0", edges)
         self.ins, self.dele = write_edges(root / "ins", ins), write_edges(root / "del", dele)

@@ -297,10 +297,19 @@ def fmt_term(t: Term) -> str:
     if isinstance(t, Var):
         return "_" if t.anonymous else t.name
     if isinstance(t, Const):
-        return f'"{t.value}"' if t.type == "symbol" else str(t.value)
+        return _quote(str(t.value)) if t.type == "symbol" else str(t.value)
     if t.op in {"+", "-", "*", "/", "%", "^"} and len(t.args) == 2:
         return f"({fmt_term(t.args[0])} {t.op} {fmt_term(t.args[1])})"
     return f"{t.op}({', '.join(fmt_term(a) for a in t.args)})"
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t",
+                          "\r": "\\r"})
+
+
+def _quote(text: str) -> str:
+    """A symbol as a string literal that reads back as the same symbol."""
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def _fmt_atom(a: Atom) -> str:

@@ -549,3 +549,14 @@ def test_200kb_program_parses() -> None:
     text = "".join(parts)
     parsed = parse_program(text)
     assert len(parsed.program.rules) == i and len(parsed.program.facts["e"]) == i
+
+
+@pytest.mark.parametrize("text", ['q"r', "back\\slash", "tab\there", "new\nline", "plain"])
+def test_symbol_constants_print_as_literals_that_read_back(text: str) -> None:
+    """--stats and error messages print rules with fmt_term: a symbol with quotes,
+    backslashes or control characters is escaped, and the literal parses to the same symbol."""
+    from gpu_engine.ir import fmt_term
+
+    literal = fmt_term(Const(text, "symbol"))
+    parsed = parse_program(f".decl a(x: symbol)\na({literal}).", "<t>").program
+    assert [tuple(r) for r in parsed.facts["a"]] == [(text,)]

@@ -110,6 +110,7 @@ def rebuild(engine: Any, s: Stratum, plans: list[ModulePlan]) -> list[Module]:
     X_R = the R facts with a derivation outside the TC module (explicit, or by another
     rule of the program over I), C_R = the components of the R facts."""
     from gpu_engine.kernels import components as CC
+    from gpu_engine.kernels.sets import unique_keys
 
     be, ev, xp = engine.be, engine.evaluator, engine.be.xp
     mods = instantiate(plans, be)
@@ -134,7 +135,7 @@ def rebuild(engine: Any, s: Stratum, plans: list[ModulePlan]) -> list[Module]:
         elif isinstance(m, STCModule):
             rows = engine.store[m.relation].compact()
             if len(rows):
-                verts = xp.unique(xp.concatenate([rows.cols[0], rows.cols[1]]))
+                verts = unique_keys(be, xp.concatenate([rows.cols[0], rows.cols[1]]), overwrite=True)
                 a = xp.searchsorted(verts, rows.cols[0])
                 b = xp.searchsorted(verts, rows.cols[1])
                 m.verts, m.label = verts, CC.connected_components(be, a, b, len(verts))

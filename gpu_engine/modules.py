@@ -30,6 +30,7 @@ from typing import Any
 
 from gpu_engine.kernels import components as CC
 from gpu_engine.kernels.backend import INDEX, Backend
+from gpu_engine.kernels.sets import unique_keys
 
 from .affected import VersionOf, affected, rederivable
 from .ir import Atom, Rule, Var
@@ -397,7 +398,7 @@ class TCModule:
         be, xp = ev.be, ev.be.xp
         if not len(delta) or not len(self.X):
             return RowSet.empty(be, 2)
-        src = xp.unique(delta.cols[0])
+        src = unique_keys(be, delta.cols[0])
         x = self.X.compact()
         frontier = x.select(xp.isin(x.cols[0], src))  # one X_R edge from a source
         seen = RunSet.of(frontier)
@@ -452,7 +453,7 @@ class STCModule:
         if not len(edges):
             return RowSet.empty(be, 2)
         ends = xp.concatenate([edges.cols[0], edges.cols[1]])
-        fresh = xp.unique(ends)
+        fresh = unique_keys(be, ends, overwrite=True)
         fresh = fresh[~_isin(xp, fresh, self.verts)]
         if len(fresh):  # new vertices: singleton components
             verts = xp.concatenate([self.verts, fresh])
@@ -476,7 +477,7 @@ class STCModule:
         label = xp.where(born, xp.arange(n, dtype=INDEX), label)
         # lines 72-73: components joined by the edges, as a graph over their roots
         ra, rb = label[a], label[b]
-        roots = xp.unique(xp.concatenate([ra, rb]))
+        roots = unique_keys(be, xp.concatenate([ra, rb]), overwrite=True)
         comp = CC.connected_components(be, xp.searchsorted(roots, ra),
                                        xp.searchsorted(roots, rb), len(roots))
         new_root = roots[comp]  # the smallest root of the merged component
@@ -488,7 +489,8 @@ class STCModule:
         if bool(born.any()):
             idx = xp.flatnonzero(born)
             out.append((verts[idx], verts[idx]))  # R(u, u), lines 69 and 71
-        changed = xp.unique(new_root[new_root != roots])  # components that merged
+        # components that merged
+        changed = unique_keys(be, new_root[new_root != roots], overwrite=True)
         if len(changed):  # lines 74-75: pairs across the merged components
             members = xp.flatnonzero(_isin(xp, label, changed))
             key_g, key_p = label[members], old_label[members]
@@ -518,7 +520,7 @@ class STCModule:
         a = xp.minimum(a, len(self.verts) - 1)
         ok = self.verts[a] == delta.cols[0]
         lab = self.label[a[ok]]
-        dead = xp.unique(lab[lab >= 0])
+        dead = unique_keys(be, lab[lab >= 0], overwrite=True)
         if not len(dead):
             return RowSet.empty(be, 2)
         rows = view_rows(be, Ip)  # the R facts of I^p: Close(C_R) ∪ Y_R

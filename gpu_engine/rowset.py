@@ -286,7 +286,7 @@ class RowSet:
         key = ("values", pos)
         vals = self._indexes.get(key)
         if vals is None:
-            vals = self.be.xp.unique(self.cols[pos])
+            vals = S.unique_keys(self.be, self.cols[pos])
             self._indexes[key] = vals
         if len(vals) == 0:
             return False

@@ -46,7 +46,12 @@ def _scipy_components(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
     ones = np.ones(len(src), dtype=np.int8)
     graph = coo_matrix((ones, (src, dst)), shape=(n, n)).tocsr()
     _, comp = csgraph_components(graph, directed=False)
-    _, first = np.unique(comp, return_index=True)  # first vertex = smallest of each label
+    order = np.argsort(comp, kind="stable")  # vertices by label, ascending within one
+    sc = comp[order]
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(sc[1:], sc[:-1], out=starts[1:])
+    first = order[starts]  # the smallest vertex of each label (np.unique is hash-based)
     return first.astype(INDEX)[comp]
 
 

@@ -178,7 +178,6 @@ class SparkRunner:
         self.program = program
         self.spark = spark
         ensure_shipped(spark)  # the decomposed path runs this package on the executors
-        sa.disable_constraint_propagation(spark)
         self.decompose = decompose
         self.local_finish_rows = local_finish_rows
         self.checkpoint_every = checkpoint_every
@@ -195,6 +194,7 @@ class SparkRunner:
             agg = next(iter(program.aggregates.values()))
             raise ProgramError(f"aggregates ('{agg.op}') are not supported by the Spark "
                                "backend", agg.loc)
+        sa.disable_constraint_propagation(spark)  # after the refusals: no session change
         self.strata: list[Stratum] = stratify(program)
         self.compiled = {id(r): CompiledRule(r, program.relations)
                          for s in self.strata for r in s.rules}

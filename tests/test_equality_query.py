@@ -3,7 +3,9 @@ relations (issue 13's remaining gaps)."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +23,18 @@ from gpu_engine.rowset import RowSet
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from eq_generators import D_VALUES, O_VALUES, equality_program, spelled_text  # noqa: E402
+from eq_generators import (  # noqa: E402
+    D_VALUES,
+    O_VALUES,
+    axioms,
+    equality_program,
+    spelled_text,
+)
+from generators import Atom as GAtom  # noqa: E402
+from generators import Const as GConst  # noqa: E402
+from generators import Rule as GRule  # noqa: E402
+from generators import Var as GVar  # noqa: E402
+from generators import Wild as GWild  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
 from gpu_engine.ir import ProgramError  # noqa: E402
@@ -211,3 +224,180 @@ def test_generated_queries_against_spelled_out(seed: int) -> None:
         assert got == want, (seed, text)
         answered += 1
     assert answered >= 5
+
+
+# --- explanations ---------------------------------------------------------------------------
+
+_FACT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\((.*)\)$", re.S)
+
+
+def _parse_fact(text: str) -> tuple[str, tuple]:
+    m = _FACT.match(text)
+    assert m is not None, text
+    return m.group(1), tuple(json.loads(f"[{m.group(2)}]"))
+
+
+def _unify(term: object, value: object, sub: dict[str, object]) -> bool:
+    if isinstance(term, GWild):
+        return True
+    if isinstance(term, GConst):
+        return term.value == value
+    if isinstance(term, GVar):
+        if term.name in sub:
+            return sub[term.name] == value
+        sub[term.name] = value
+        return True
+    raise AssertionError(f"unexpected term {term!r} in a generated rule")
+
+
+def _instance(rule: GRule, fact: tuple[str, tuple], body: list[tuple[str, tuple]]) -> bool:
+    """Whether some substitution makes ``rule`` derive ``fact`` from ``body`` (its
+    positive atoms in order; generated rules have no other literals)."""
+    (conj,) = rule.conjunctions()
+    atoms = [lit for lit in conj if isinstance(lit, GAtom)]
+    assert len(atoms) == len(conj)
+    if len(atoms) != len(body) or rule.head.rel != fact[0]:
+        return False
+    sub: dict[str, object] = {}
+    pairs = [(rule.head, fact), *zip(atoms, body)]
+    return all(a.rel == f[0] and len(a.args) == len(f[1])
+               and all(_unify(t, v, sub) for t, v in zip(a.args, f[1])) for a, f in pairs)
+
+
+def check_proof(proof: dict, rules: list[GRule], axioms: dict[str, list[GRule]],
+                explicit: dict[str, set[tuple]]) -> int:
+    """Check every step of a proof (``Proof.to_dict()``) against the program's rules, the
+    equality axioms and the explicit facts; returns the number of steps.  A step named
+    by an axiom must be an instance of that axiom; another derived step an instance of a
+    rule of the program; an explicit leaf a given fact; a ``see above`` leaf a fact
+    proved elsewhere in the tree with the same height."""
+    proved: dict[tuple, int] = {}
+    refs: list[tuple[tuple, int]] = []
+    steps = [0]
+
+    def walk(node: dict) -> None:
+        steps[0] += 1
+        fact = _parse_fact(node["fact"])
+        if node["kind"] == "explicit":
+            assert fact[1] in explicit.get(fact[0], set()), node["fact"]
+            assert node["height"] == 0
+            proved[fact] = 0
+            return
+        if node["kind"] == "see above":
+            refs.append((fact, node["height"]))
+            return
+        assert node["kind"] == "derived"
+        children = node["children"]
+        for c in children:
+            walk(c)
+        body = [_parse_fact(c["fact"]) for c in children]
+        pool = axioms[node["axiom"]] if "axiom" in node else rules
+        assert any(_instance(r, fact, body) for r in pool), (node["fact"], node.get("axiom"),
+                                                             node["rule"], body)
+        assert node["height"] == 1 + max((c["height"] for c in children), default=0)
+        proved[fact] = node["height"]
+
+    walk(proof)
+    for fact, h in refs:
+        assert proved.get(fact) == h, fact
+    return steps[0]
+
+
+def _axioms_by_kind(kinds: dict[str, tuple[str, ...]]) -> dict[str, list[GRule]]:
+    out: dict[str, list[GRule]] = {k: [] for k in ("reflexivity", "symmetry", "transitivity",
+                                                    "replacement")}
+    for r in axioms(kinds):
+        (conj,) = r.conjunctions()
+        if len(conj) == 1 and conj[0].rel != "same" or (
+                len(conj) == 1 and r.head.args[0] == r.head.args[1]):
+            out["reflexivity"].append(r)
+        elif len(conj) == 1:
+            out["symmetry"].append(r)
+        elif r.head.rel == "same":
+            out["transitivity"].append(r)
+        else:
+            out["replacement"].append(r)
+    return out
+
+
+def test_explain_uses_the_equality_steps() -> None:
+    r = Reasoner("""
+        .decl same(x: symbol, y: symbol) equality
+        .decl p(x: symbol, y: symbol)
+        .decl key(x: symbol, k: symbol)
+        .decl q(x: symbol)
+        p("a", "b"). key("a", "k"). key("c", "k"). q("c").
+        same(x, y) :- key(x, k), key(y, k).
+        q(y) :- p(x, y), q(x).
+    """, device="cpu")
+    proof = r.explain('q("b")')
+    assert proof is not None
+    text = proof.text()
+    assert "equality axiom (replacement)" in text and 'same("c", "a")' in text
+    assert 'q("c")    [explicit]' in text
+    d = proof.to_dict()
+    assert d["rule"].startswith("q(y) :- p(x, y), q(x)")
+    assert r.explain('q("zz")') is None and r.explain('p("b", "a")') is None
+    same = r.explain('same("c", "c")')
+    assert same is not None and same.kind == "derived"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_generated_explanations_check(seed: int) -> None:
+    """Proofs of random facts of generated programs check against the program, the four
+    axiom groups and the explicit facts; facts that do not hold have no proof."""
+    case = equality_program(seed)
+    try:
+        r = Reasoner(case.text, device="cpu")
+    except ProgramError:
+        pytest.skip("program refused by the front end")
+    r.materialise()
+    explicit = {n: {tuple(row) for row in rows} for n, rows in case.spelled.inline_facts.items()}
+    program_rules = [rule for rule in case.spelled.rules if rule not in set(axioms(case.kinds))]
+    by_kind = _axioms_by_kind(case.kinds)
+    rng = random.Random(seed)
+    checked = 0
+    for name, cols in case.kinds.items():
+        facts = [tuple(x.values()) for x in r.relation(name).to_pylist()]
+        for fact in rng.sample(facts, min(3, len(facts))):
+            text = f"{name}({', '.join(json.dumps(v) for v in fact)})"
+            proof = r.explain(text)
+            assert proof is not None, text
+            check_proof(proof.to_dict(), program_rules, by_kind, explicit)
+            checked += 1
+        missing = tuple("zz" if k in ("D", "O", "S") else 99 for k in cols)
+        assert r.explain(f"{name}({', '.join(json.dumps(v) for v in missing)})") is None
+    assert checked
+
+
+def test_checker_rejects_broken_proofs() -> None:
+    """The checker is not vacuous: a wrong leaf, a wrong axiom or a wrong height fails."""
+    case = equality_program(3)
+    r = Reasoner(case.text, device="cpu")
+    explicit = {n: {tuple(row) for row in rows} for n, rows in case.spelled.inline_facts.items()}
+    program_rules = [rule for rule in case.spelled.rules if rule not in set(axioms(case.kinds))]
+    by_kind = _axioms_by_kind(case.kinds)
+    proofs = []
+    for name in case.kinds:
+        for fact in [tuple(x.values()) for x in r.relation(name).to_pylist()][:4]:
+            p = r.explain(f"{name}({', '.join(json.dumps(v) for v in fact)})")
+            if p is not None and p.kind == "derived":
+                proofs.append(p.to_dict())
+    assert proofs
+    with_axiom = [p for p in proofs if "axiom" in p]
+    assert with_axiom
+    p = json.loads(json.dumps(with_axiom[0]))
+    p["axiom"] = "transitivity" if p["axiom"] != "transitivity" else "symmetry"
+    with pytest.raises(AssertionError):
+        check_proof(p, program_rules, by_kind, explicit)
+    p = json.loads(json.dumps(proofs[0]))
+    p["height"] += 1
+    with pytest.raises(AssertionError):
+        check_proof(p, program_rules, by_kind, explicit)
+    p = json.loads(json.dumps(proofs[0]))
+    leaf = p
+    while leaf.get("children"):
+        leaf = leaf["children"][0]
+    leaf["fact"] = leaf["fact"].replace('"', '"z', 1)
+    with pytest.raises(AssertionError):
+        check_proof(p, program_rules, by_kind, explicit)

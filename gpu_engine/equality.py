@@ -55,6 +55,7 @@ rematerialise (Remat≈).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -66,6 +67,7 @@ from gpu_engine.kernels.components import connected_components
 
 from . import equality_expand as eq_expand
 from .engine import Engine, ProgressHook, _atoms, counter_level
+from .hd_module import HDModule
 from .ir import (
     Atom,
     Compare,
@@ -234,9 +236,6 @@ class EqualityEngine(Engine):
                 f"derivation counters (Counting, DRed^c, a store's counters) are not kept with "
                 f"the equality relation '{eq.relation}': merged facts share derivations "
                 "(paper 001 covers Remat≈ and B/F≈); updates rematerialise", eq.loc)
-        # hypertree decompositions (gpu_engine.decomposition) are not combined with the
-        # merge rounds yet: every rule joins pairwise, whatever ``decompose`` asks
-        del decompose
         super().__init__(program, be, symbols, counting=False, progress=progress,
                          modules=modules, decompose="off")
         self.equality = eq
@@ -263,6 +262,13 @@ class EqualityEngine(Engine):
         self.__dict__.pop("_small_plans", None)
         self.set_modules(modules)
         self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
+        # hypertree decompositions (paper 003) over this engine's rules and strata: a rule
+        # in its written form is evaluated through its decomposition (same head rows and
+        # instance counts as the pairwise join); a copy with normalised constants is a
+        # different rule object, so it joins pairwise
+        self.hd = HDModule(self)
+        self.hd.set_mode(decompose or os.environ.get("GPU_ENGINE_DECOMPOSE", "auto"))
+        self.evaluator.hd_plan = self.hd.plan
         self.eq_stats: dict[str, int] = {}
         # functional-property rules of the equality stratum (by id; normalised copies too)
         self._functional: dict[int, int] = {}

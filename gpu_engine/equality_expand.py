@@ -6,7 +6,8 @@ CSR built from ρ (:func:`class_index`: members sorted by representative, the of
 size of each representative's class).  The expansion is columnar, one pass per column:
 
 * per input row the count ``Π_p size[c_p]`` and its exclusive prefix sum (``start``);
-* the source row of every output row by ``repeat`` (no marks, no scan over the output);
+* the source row of every output row by ``repeat`` (no marks, no scan over the output;
+  on the GPU by the join expansion, as CuPy's ``repeat`` takes no array of counts);
 * the output's index within its row, ``i - start[row]``, read as a mixed-radix number
   whose last domain position varies fastest: position ``p`` takes digit
   ``(i // stride_p) % size_p`` and gathers ``members[offset[c_p] + digit]``; a position
@@ -55,15 +56,24 @@ def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: 
     return prod
 
 
+def _rows_within(be: Backend, counts: Any, total: int) -> tuple[Any, Any]:
+    """(source row, index within its row) of every output row: ``repeat`` on the CPU
+    (NumPy's takes an array of counts), the join expansion on the GPU."""
+    xp = be.xp
+    if be.is_gpu:
+        return expand(be, xp.zeros(len(counts), dtype=INDEX), counts)
+    row = xp.repeat(xp.arange(len(counts), dtype=INDEX), counts)
+    starts = xp.cumsum(counts) - counts
+    within = xp.arange(total, dtype=INDEX)
+    within -= starts[row]
+    return row, within
+
+
 def _chunk(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], members: Any,
            offsets: Any, sizes: Any, counts: Any, total: int) -> tuple[Any, ...]:
     """The expansion of all of ``cols`` (``counts`` their row counts, ``total`` the sum)."""
     xp = be.xp
-    n = len(counts)
-    row = xp.repeat(xp.arange(n, dtype=INDEX), counts)
-    starts = xp.cumsum(counts) - counts
-    within = xp.arange(total, dtype=INDEX)
-    within -= starts[row]
+    row, within = _rows_within(be, counts, total)
     out = [None] * len(cols)
     pset = set(pos)
     for i, c in enumerate(cols):
@@ -193,7 +203,7 @@ def _lex_order(be: Backend, ranks: tuple[Any, ...], widths: list[int]) -> Any:
     ib = max(1, (n - 1).bit_length())
     room = 63 - ib
     if be.is_gpu or any(w > room for w in widths):
-        return xp.lexsort(tuple(reversed(ranks)))
+        return xp.lexsort(xp.stack(list(reversed(ranks))))
     keys: list[list[int]] = [[]]
     used = 0
     for i, w in enumerate(widths):
@@ -225,11 +235,7 @@ def _expand_ranked(be: Backend, rank_cols: tuple[Any, ...], cols: tuple[Any, ...
     counts = row_counts(be, cols, pos, sizes)
     total = int(be.to_host(counts.sum()))
     xp = be.xp
-    n = len(counts)
-    row = xp.repeat(xp.arange(n, dtype=INDEX), counts)
-    starts = xp.cumsum(counts) - counts
-    rest = xp.arange(total, dtype=INDEX)
-    rest -= starts[row]
+    row, rest = _rows_within(be, counts, total)
     out: list[Any] = [None] * len(cols)
     for i, c in enumerate(rank_cols):
         if i not in pos:

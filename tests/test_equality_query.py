@@ -74,6 +74,31 @@ def test_expansion_matches_pairwise(k: int, extra: int, wide: bool) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(want, again))
 
 
+def test_expansion_device_branches_on_numpy() -> None:
+    """The branches taken on a GPU (join expansion instead of repeat, lexsort for wide
+    keys) with NumPy standing in for CuPy: same rows."""
+    from gpu_engine.kernels.backend import Backend
+
+    class _NumpyAsCupy:
+        asnumpy = staticmethod(np.asarray)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(np, name)
+
+    fake = Backend("gpu", _NumpyAsCupy())  # type: ignore[arg-type]
+    rng = np.random.default_rng(7)
+    labels = rng.integers(0, 30, 200)
+    first = np.full(30, 200)
+    np.minimum.at(first, labels, np.arange(200))
+    rho = first[labels].astype(np.int64)
+    for wide in (False, True):
+        cols = _rows(rng, rho, 150, 2, 2, wide)
+        m, o, s = class_index(BE, rho)
+        want = expand_pairwise(BE, cols, (0, 1), m, o, s)
+        got = expand_sorted(fake, cols, (0, 1), *class_index(fake, rho))
+        assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
 def test_expansion_positions_not_leading() -> None:
     """Domain positions in the middle of the row, non-domain columns around them."""
     rho = np.array([0, 0, 2, 2, 2, 5, 6, 5], dtype=np.int64)

@@ -5,13 +5,12 @@ row that replaces each ``c_p`` (p ∈ P) by a member of its class.  The class in
 CSR built from ρ (:func:`class_index`: members sorted by representative, the offset and
 size of each representative's class).  The expansion is columnar, one pass per column:
 
-* per input row the count ``Π_p size[c_p]`` and its exclusive prefix sum (``start``);
-* the source row of every output row by ``repeat`` (no marks, no scan over the output;
-  on the GPU by the join expansion, as CuPy's ``repeat`` takes no array of counts);
-* the output's index within its row, ``i - start[row]``, read as a mixed-radix number
-  whose last domain position varies fastest: position ``p`` takes digit
-  ``(i // stride_p) % size_p`` and gathers ``members[offset[c_p] + digit]``; a position
-  alone in its row (one domain column, or the first of several) needs no division.
+* per input row the count ``Π_p size[c_p]`` (for chunking and counting only);
+* positions from the slowest to the fastest: the partial rows are expanded by the class
+  of their value at the position (:func:`kernels.join.expand`: repeat/cumsum, or one
+  parallel pass on the CPU), carrying only the source row and the members chosen so
+  far, so a k-position row costs O(k²) gathers of index arrays, not of every column;
+* the other columns are gathered once through the final source-row index.
 
 Rows are produced in chunks of a bounded number of output rows (:func:`expand_chunks`,
 for streaming to Arrow without holding the whole expansion); :func:`expand_sorted`
@@ -56,40 +55,25 @@ def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: 
     return prod
 
 
-def _rows_within(be: Backend, counts: Any, total: int) -> tuple[Any, Any]:
-    """(source row, index within its row) of every output row: ``repeat`` on the CPU
-    (NumPy's takes an array of counts), the join expansion on the GPU."""
-    xp = be.xp
-    if be.is_gpu:
-        return expand(be, xp.zeros(len(counts), dtype=INDEX), counts)
-    row = xp.repeat(xp.arange(len(counts), dtype=INDEX), counts)
-    starts = xp.cumsum(counts) - counts
-    within = xp.arange(total, dtype=INDEX)
-    within -= starts[row]
-    return row, within
-
-
 def _chunk(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], members: Any,
-           offsets: Any, sizes: Any, counts: Any, total: int) -> tuple[Any, ...]:
-    """The expansion of all of ``cols`` (``counts`` their row counts, ``total`` the sum)."""
-    xp = be.xp
-    row, within = _rows_within(be, counts, total)
-    out = [None] * len(cols)
-    pset = set(pos)
-    for i, c in enumerate(cols):
-        if i not in pset:
-            out[i] = c[row]
-    rest = within
-    for k, p in enumerate(reversed(pos)):
-        v = cols[p][row]
-        if k == len(pos) - 1:  # the slowest position: the remaining quotient is the digit
-            digit = rest
-        else:
-            digit, rest = _digits(xp, rest, sizes[v])
-        v = offsets[v]
-        v += digit
-        out[p] = members[v]
-    return tuple(out)
+           offsets: Any, sizes: Any, counts: Any, total: int,
+           pos_members: dict[int, Any] | None = None) -> tuple[Any, ...]:
+    """The expansion of all of ``cols`` (``counts`` their row counts, ``total`` the sum),
+    position by position from the slowest: each step expands the partial rows by the
+    class of their value at that position (:func:`kernels.join.expand`), carrying only
+    the source row and the members chosen so far; the other columns are gathered once
+    at the end.  ``pos_members``: per position, the array read instead of ``members``."""
+    del counts, total
+    idx = None  # partial row -> source row (None: the identity)
+    chosen: dict[int, Any] = {}
+    for p in pos:
+        v = cols[p] if idx is None else cols[p][idx]
+        pi, at = expand(be, offsets[v], sizes[v])
+        idx = pi if idx is None else idx[pi]
+        for q in chosen:
+            chosen[q] = chosen[q][pi]
+        chosen[p] = (members if pos_members is None else pos_members[p])[at]
+    return tuple(chosen[i] if i in chosen else c[idx] for i, c in enumerate(cols))
 
 
 def expand_chunks(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], members: Any,
@@ -107,7 +91,7 @@ def expand_chunks(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], memb
     ends = be.to_host(be.xp.cumsum(counts))
     total = int(ends[-1])
     if total <= chunk_rows:
-        yield _chunk(be, cols, pos, members, offsets, sizes, counts, total)
+        yield _chunk(be, cols, pos, members, offsets, sizes, None, total)
         return
     import numpy as np
 
@@ -147,6 +131,8 @@ def expand_sorted(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], memb
             plain += max(1, (hi - lo).bit_length())
     if plain <= 62:  # the values pack into one key as they are: expand, then value sort
         out = next(expand_chunks(be, cols, pos, members, offsets, sizes, chunk_rows=1 << 62))
+        if _is_sorted(be, out):  # e.g. one row, or classes in the rows' order: no sort
+            return tuple(out)
         return RowSet.from_columns(be, tuple(out), len(out)).cols
     values: list[Any] = []
     rank_cols: list[Any] = []
@@ -166,12 +152,28 @@ def expand_sorted(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], memb
             values.append(vals)
             rank_cols.append(xp.searchsorted(vals, c).astype(INDEX, copy=False))
     widths = [max(1, (len(v) - 1).bit_length()) for v in values]
-    ranked = _expand_ranked(be, tuple(rank_cols), cols, pos, pos_members, offsets, sizes)
+    mixed = tuple(c if i in pos else rank_cols[i] for i, c in enumerate(cols))
+    ranked = _chunk(be, mixed, pos, members, offsets, sizes, None, 0, pos_members)
     if sum(widths) <= 62:  # one packed key: a value sort
         rs = RowSet.from_columns(be, ranked, len(ranked))
         return tuple(v[r] for v, r in zip(values, rs.cols))
     order = _lex_order(be, ranked, widths)
     return tuple(v[r[order]] for v, r in zip(values, ranked))
+
+
+def _is_sorted(be: Backend, cols: tuple[Any, ...]) -> bool:
+    """Whether the rows are in strictly increasing lexicographic order (one pass per
+    column: row i < row i+1 iff the first column where they differ increases)."""
+    xp = be.xp
+    if len(cols[0]) < 2:
+        return True
+    undecided = xp.ones(len(cols[0]) - 1, dtype=bool)
+    for c in cols:
+        a, b = c[:-1], c[1:]
+        if bool((undecided & (b < a)).any()):
+            return False
+        undecided &= a == b
+    return not bool(undecided.any())
 
 
 def _distinct(xp: Any, c: Any) -> Any:
@@ -181,17 +183,6 @@ def _distinct(xp: Any, c: Any) -> Any:
         return v
     keep = xp.concatenate([xp.ones(1, dtype=bool), v[1:] != v[:-1]])
     return v[keep]
-
-
-def _digits(xp: Any, rest: Any, s: Any) -> tuple[Any, Any]:
-    """(rest % s, rest // s), in 32-bit arithmetic when the values allow (twice as fast
-    on the CPU)."""
-    if len(rest) and int(rest.max()) < (1 << 31):
-        r32, s32 = rest.astype(xp.int32), s.astype(xp.int32)
-        q = r32 // s32
-        return (r32 - q * s32).astype(INDEX), q.astype(INDEX)
-    q = rest // s
-    return rest - q * s, q
 
 
 def _lex_order(be: Backend, ranks: tuple[Any, ...], widths: list[int]) -> Any:
@@ -225,31 +216,6 @@ def _lex_order(be: Backend, ranks: tuple[Any, ...], widths: list[int]) -> Any:
         key &= mask
         order = order[key]
     return order
-
-
-def _expand_ranked(be: Backend, rank_cols: tuple[Any, ...], cols: tuple[Any, ...],
-                   pos: tuple[int, ...], pos_members: dict[int, Any], offsets: Any,
-                   sizes: Any) -> tuple[Any, ...]:
-    """:func:`_chunk` over rank columns: class offsets and sizes are read through the
-    original domain values, members through each position's rank copy."""
-    counts = row_counts(be, cols, pos, sizes)
-    total = int(be.to_host(counts.sum()))
-    xp = be.xp
-    row, rest = _rows_within(be, counts, total)
-    out: list[Any] = [None] * len(cols)
-    for i, c in enumerate(rank_cols):
-        if i not in pos:
-            out[i] = c[row]
-    for k, p in enumerate(reversed(pos)):
-        v = cols[p][row]
-        if k == len(pos) - 1:
-            digit = rest
-        else:
-            digit, rest = _digits(xp, rest, sizes[v])
-        v = offsets[v]
-        v += digit
-        out[p] = pos_members[p][v]
-    return tuple(out)
 
 
 def expand_pairwise(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], members: Any,

@@ -18,6 +18,7 @@ import json
 import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from gpu_engine.kernels.backend import get_backend
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(line)
             print(json.dumps(line), flush=True)
     if args.out:
-        with open(args.out, "a") as f:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "a", encoding="utf-8") as f:
             for line in lines:
                 f.write(json.dumps(line) + "\n")
     return 0

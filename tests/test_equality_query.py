@@ -426,3 +426,41 @@ def test_checker_rejects_broken_proofs() -> None:
     leaf["fact"] = leaf["fact"].replace('"', '"z', 1)
     with pytest.raises(AssertionError):
         check_proof(p, program_rules, by_kind, explicit)
+
+
+def test_cli_query_and_explain_over_a_store(tmp_path: Path) -> None:
+    from souffle_cases import run_cli
+
+    prog = tmp_path / "p.dl"
+    prog.write_text("""
+        .decl same(x: symbol, y: symbol) equality
+        .decl p(x: symbol, y: symbol)
+        .decl key(x: symbol, k: symbol)
+        .decl q(x: symbol)
+        .output q
+        p("a", "b"). key("a", "k"). key("c", "k"). q("c").
+        same(x, y) :- key(x, k), key(y, k).
+        q(y) :- p(x, y), q(x).
+    """)
+    store = tmp_path / "st"
+    rc, _, err = run_cli(["run", str(prog), "-D", str(tmp_path / "o"), "--store", str(store),
+                          "--quiet", "--device", "cpu"])
+    assert rc == 0, err
+    rc, out, err = run_cli(["query", str(store), "q(X), p(Y, X)", "--device", "cpu"])
+    assert rc == 0, err
+    assert out.splitlines() == ["b\ta", "b\tc"]
+    rc, out, err = run_cli(["explain", str(store), 'p("c", "b")', "--json", "--device", "cpu"])
+    assert rc == 0, err
+    tree = json.loads(out)
+    assert tree["axiom"] == "replacement" and tree["children"][0]["kind"] == "explicit"
+    rc, out, err = run_cli(["query", str(store), "p(X, _), X = cat(X, \"\")", "--device", "cpu"])
+    assert rc == 1 and "<query>:1:" in err
+
+
+def test_expansion_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.equality_expand import main
+
+    assert main(["--rows", "20000", "--repeat", "1"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert {x["method"] for x in lines} == {"pairwise", "sorted", "chunks"}
+    assert len({(x["case"], x["rows_out"]) for x in lines}) == 4

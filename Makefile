@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
 
@@ -52,6 +52,11 @@ bench-eq: $(STAMP)
 fuzz-hd: $(STAMP)
 	HD_EXAMPLES=$${HD_EXAMPLES:-1000} $(PY) -m pytest -q tests/test_hd.py \
 	  -k "equals_standard or update_sequences" -p no:cacheprovider
+
+## bench-eq-expand: expansion throughput (1/2/3 merged columns, a large class), the columnar
+##   expansion against the former one in one run (benchmarks/results/equality_expand.jsonl)
+bench-eq-expand: $(STAMP)
+	$(PY) -m benchmarks.equality_expand --out benchmarks/results/equality_expand.jsonl
 
 ## fuzz-eq-update: N random update sequences (default 1000) on generated equality programs;
 ##   DRed≈, auto and Remat≈ judged after every step (benchmarks/results/fuzz_eq_update.jsonl)

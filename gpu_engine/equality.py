@@ -12,8 +12,8 @@ spelled out as rules) the engine keeps
   equality relation holds only reflexive rows ``(r, r)``.
 
 The answers are the expansion: a rewritten row ``(c1..ck)`` stands for the product of the
-classes of its domain columns (:meth:`EqualityEngine.expanded_columns`, by repeat/cumsum
-through :func:`kernels.join.expand`; :meth:`EqualityEngine.expanded_size` counts it
+classes of its domain columns (:meth:`EqualityEngine.expanded_columns`, columnar in
+:mod:`gpu_engine.equality_expand`; :meth:`EqualityEngine.expanded_size` counts it
 without materialising it).
 
 Evaluation (the paper's saturate, lines 36–59, and the AAAI'15 algorithm, run as bulk
@@ -55,16 +55,19 @@ rematerialise (Remat≈).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 from gpu_engine.kernels.components import connected_components
-from gpu_engine.kernels.join import expand
 
+from . import equality_expand as eq_expand
 from .engine import Engine, ProgressHook, _atoms, counter_level
+from .hd_module import HDModule
 from .ir import (
     Atom,
     Compare,
@@ -233,9 +236,6 @@ class EqualityEngine(Engine):
                 f"derivation counters (Counting, DRed^c, a store's counters) are not kept with "
                 f"the equality relation '{eq.relation}': merged facts share derivations "
                 "(paper 001 covers Remat≈ and B/F≈); updates rematerialise", eq.loc)
-        # hypertree decompositions (gpu_engine.decomposition) are not combined with the
-        # merge rounds yet: every rule joins pairwise, whatever ``decompose`` asks
-        del decompose
         super().__init__(program, be, symbols, counting=False, progress=progress,
                          modules=modules, decompose="off")
         self.equality = eq
@@ -262,6 +262,13 @@ class EqualityEngine(Engine):
         self.__dict__.pop("_small_plans", None)
         self.set_modules(modules)
         self.module_plans.pop(self.eq_stratum, None)  # merges run between rounds
+        # hypertree decompositions (paper 003) over this engine's rules and strata: a rule
+        # in its written form is evaluated through its decomposition (same head rows and
+        # instance counts as the pairwise join); a copy with normalised constants is a
+        # different rule object, so it joins pairwise
+        self.hd = HDModule(self)
+        self.hd.set_mode(decompose or os.environ.get("GPU_ENGINE_DECOMPOSE", "auto"))
+        self.evaluator.hd_plan = self.hd.plan
         self.eq_stats: dict[str, int] = {}
         # functional-property rules of the equality stratum (by id; normalised copies too)
         self._functional: dict[int, int] = {}
@@ -698,17 +705,13 @@ class EqualityEngine(Engine):
     def class_index(self) -> tuple[Any, Any, Any]:
         """(members sorted by representative, offset of each id's class, size of each id's
         class), the last two indexed by representative id."""
-        xp = self.be.xp
         rho = self.rho()
         hit = self.__dict__.get("_class_cache")
         if hit is not None and hit[0] is rho:  # built once per ρ
             return hit[1]
-        order = xp.argsort(rho, kind="stable") if not self.be.is_gpu else xp.argsort(rho)
-        members = order.astype(INDEX)
-        sizes = xp.bincount(rho, minlength=len(rho)).astype(INDEX)
-        offsets = xp.cumsum(sizes) - sizes
-        self._class_cache = (rho, (members, offsets, sizes))
-        return members, offsets, sizes
+        index = eq_expand.class_index(self.be, rho)
+        self._class_cache = (rho, index)
+        return index
 
     def expanded_size(self, name: str) -> int:
         """The number of facts of ``name``'s expansion (Σ over rows of Π class sizes)."""
@@ -717,29 +720,34 @@ class EqualityEngine(Engine):
             return len(self.store[name])
         _, _, sizes = self.class_index()
         cols = self.store[name].compact().cols
-        prod = self.be.xp.ones(len(cols[0]), dtype=INDEX)
-        for p in pos:
-            prod = prod * sizes[cols[p]]
-        return int(prod.sum())
+        return int(eq_expand.row_counts(self.be, cols, pos, sizes).sum())
 
     def expanded_columns(self, name: str) -> tuple[np.ndarray, ...]:
         """The expansion of ``name`` as sorted host int64 columns: each rewritten row
-        stands for the product of the classes of its domain values."""
+        stands for the product of the classes of its domain values
+        (:func:`gpu_engine.equality_expand.expand_sorted`)."""
         pos = self.equality.domain.get(name, ())
         if not pos:
             return self.columns(name)
         rows = self.store[name].compact()
         if len(rows) == 0:
             return self.columns(name)
-        members, offsets, sizes = self.class_index()
-        cols = list(rows.cols)
-        for p in pos:
-            v = cols[p]
-            idx, at = expand(self.be, offsets[v], sizes[v])
-            cols = [c[idx] for c in cols]
-            cols[p] = members[at]
-        out = RowSet.from_columns(self.be, tuple(cols), rows.arity)
-        return tuple(self.be.to_host(c) for c in out.cols)
+        out = eq_expand.expand_sorted(self.be, rows.cols, pos, *self.class_index())
+        return tuple(self.be.to_host(c) for c in out)
+
+    def expanded_chunks(self, name: str, chunk_rows: int = eq_expand.CHUNK_ROWS
+                        ) -> Iterator[tuple[np.ndarray, ...]]:
+        """The expansion of ``name`` as host int64 columns in chunks of about
+        ``chunk_rows`` rows, unsorted (grouped by rewritten row): for streaming."""
+        pos = self.equality.domain.get(name, ())
+        rows = self.store[name].compact()
+        if not pos:
+            if len(rows):
+                yield tuple(self.be.to_host(c) for c in rows.cols)
+            return
+        for part in eq_expand.expand_chunks(self.be, rows.cols, pos, *self.class_index(),
+                                            chunk_rows=chunk_rows):
+            yield tuple(self.be.to_host(c) for c in part)
 
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(representative, member) host columns for every class of two or more members,

@@ -35,3 +35,19 @@ def classes_output(r: Reasoner, output: str) -> tuple[str, str, Any, str | None]
     if output == "-":
         return name, "-", text, None
     return name, f"{name}.csv", text.encode(), None
+
+
+def expanded_batches(r: Reasoner, name: str, chunk_rows: int = 1 << 22
+                     ) -> Any:
+    """The expansion of ``name`` as decoded Arrow record batches of about ``chunk_rows``
+    rows each, unsorted (grouped by rewritten row), without holding the whole expansion
+    (an iterator of ``pyarrow.RecordBatch``)."""
+    from .io import decode_table
+
+    rel = r._relation(name)
+    r._ensure()
+    if r.program.equality is None:
+        yield from r.relation(name).to_batches()
+        return
+    for cols in r.engine.expanded_chunks(name, chunk_rows):  # type: ignore[attr-defined]
+        yield from decode_table(cols, rel, r.symbols).to_batches()

@@ -33,12 +33,17 @@ class Proof:
     rule: str | None = None
     location: str | None = None
     children: list[Proof] = field(default_factory=list)
+    # with an equality relation: the equality axiom of the step (reflexivity, symmetry,
+    # transitivity, replacement), None for a rule of the program
+    axiom: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fact": self.fact, "kind": self.kind, "height": self.height}
         if self.rule is not None:
             out["rule"] = self.rule
             out["location"] = self.location
+            if self.axiom is not None:
+                out["axiom"] = self.axiom
             out["children"] = [c.to_dict() for c in self.children]
         return out
 
@@ -48,7 +53,10 @@ class Proof:
 
         def walk(p: Proof, depth: int) -> None:
             pad = "  " * depth
-            if p.kind == "derived":
+            if p.kind == "derived" and p.axiom is not None:
+                lines.append(f"{pad}{p.fact}    [height {p.height}; equality axiom "
+                             f"({p.axiom}): {p.rule}]")
+            elif p.kind == "derived":
                 lines.append(f"{pad}{p.fact}    [height {p.height}; rule at {p.location}: "
                              f"{p.rule}]")
             else:
@@ -113,6 +121,12 @@ def explain(reasoner: Any, text: str) -> Proof | None:
         else:
             row.append(encode_scalar(v, typ, getattr(reasoner, "word_size", 32)))
     reasoner._ensure()
+    if reasoner.program.equality is not None:  # proofs with the equality axioms
+        from gpu_engine.equality_explain import explain as explain_eq
+
+        node, view = explain_eq(reasoner.engine, name, tuple(row))
+        return None if node is None else _decoded(node, relations, reasoner.symbols,
+                                                  view.axiom)
     node = Explainer(reasoner.engine).explain(name, tuple(row))
     return None if node is None else _decoded(node, relations, reasoner.symbols)
 
@@ -125,10 +139,12 @@ def _render(relation: Relation, row: tuple[int, ...], symbols: Any) -> str:
     return f"{relation.name}({', '.join(parts)})"
 
 
-def _decoded(node: ProofNode, relations: dict[str, Relation], symbols: Any) -> Proof:
+def _decoded(node: ProofNode, relations: dict[str, Relation], symbols: Any,
+             axiom: Any = None) -> Proof:
     fact = _render(relations[node.relation], node.row, symbols)
     if node.rule is None:
         kind = "see above" if node.repeated else "explicit"
         return Proof(fact, kind, node.height)
     return Proof(fact, "derived", node.height, str(node.rule), str(node.rule.loc),
-                 [_decoded(c, relations, symbols) for c in node.children])
+                 [_decoded(c, relations, symbols, axiom) for c in node.children],
+                 axiom(node.rule) if axiom is not None else None)

@@ -266,7 +266,6 @@ class QueryResult:
 def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResult:
     """Evaluate ``text`` over the reasoner's materialisation (see the module docstring)."""
     engine = reasoner.engine
-    reasoner._no_equality("queries")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be at least 0, not {limit}")
     with word_size_context(getattr(reasoner, "word_size", 32)):  # constants of the query
@@ -277,7 +276,12 @@ def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResu
     rules = [r for r in (_without_unknown_symbols(r, symbols) for r in q.rules) if r]
     before = len(symbols)
     try:  # functors may add symbols to the dictionary: they go again after decoding
-        cols, n = evaluate_query(engine, rules, len(q.columns))
+        if reasoner.program.equality is not None:  # rewritten relations: host/equality_query
+            from .equality_query import evaluate as evaluate_eq
+
+            cols, n = evaluate_eq(reasoner, q, rules, _prefix_len(reasoner.program.relations))
+        else:
+            cols, n = evaluate_query(engine, rules, len(q.columns))
         table = _decode(q, cols, n, symbols)
     finally:
         if len(symbols) > before:
@@ -285,6 +289,14 @@ def answer(reasoner: Reasoner, text: str, limit: int | None = None) -> QueryResu
     if limit is not None:
         table = table.slice(0, limit)
     return QueryResult(table, q.columns)
+
+
+def _prefix_len(relations: dict[str, ir.Relation]) -> int:
+    """Length of the synthetic rule head ``parse_query`` puts before the query text."""
+    head = "__query__"
+    while head in relations:
+        head += "_"
+    return len(f"{head}() :- ")
 
 
 def program_types(reasoner: Reasoner) -> TypeEnv:

@@ -386,7 +386,6 @@ class Reasoner:
         not hold. Costs backward steps over the fact's backward closure, not a re-run."""
         from .explain import explain
 
-        self._no_equality("explanations")
         return explain(self, fact)
 
     def relation_sizes(self, expand: bool | None = None) -> dict[str, int]:

@@ -169,12 +169,11 @@ def test_refused_with_location(text: str, fragment: str) -> None:
     assert fragment in str(exc.value) and exc.value.loc is not None and exc.value.loc.line
 
 
-def test_queries_and_explanations_refused() -> None:
-    r = paper_31([("a", "b")])
-    with pytest.raises(ProgramError, match="queries"):
-        r.query("R(x, y)")
-    with pytest.raises(ProgramError, match="explanations"):
-        r.explain('R("a", "b")')
+def test_queries_answer_the_expansion() -> None:
+    """Queries read the expansion (tests/test_equality_query.py has the rest)."""
+    r = paper_31([("a", "b"), ("c", "b")])
+    assert {tuple(x.values()) for x in r.query("R(x, y)").to_pylist()} == {
+        ("a", "b"), ("c", "b")}
 
 
 def test_counting_algorithms_refused() -> None:

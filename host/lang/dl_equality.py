@@ -124,6 +124,8 @@ def lower_equality(statements: list[Statement], program: ir.Program) -> None:
     eq = ir.Equality(name, domain, loc)
     for rule in program.rules:
         check_rule(rule, eq, program)
+    # rewriting normalises rule constants: `x = "a", x = "b"` would become satisfiable
+    program.rules = [r for r in program.rules if not equates_distinct_symbols(r)]
     for rule in program.subsumptions:
         if any(isinstance(lit, Atom) and lit.relation in domain for lit in rule.body):
             raise ProgramError(f"subsumption over '{rule.head.relation}', whose columns the "
@@ -138,6 +140,43 @@ def lower_equality(statements: list[Statement], program: ir.Program) -> None:
                         f"relation '{name}' merges: not supported (paper 001 does not cover "
                         "aggregates under rewriting)", agg.loc)
     program.equality = eq
+
+
+def equates_distinct_symbols(rule: ir.Rule) -> bool:
+    """Whether the body's ``=`` comparisons between variables and symbol constants tie two
+    different constants together (``x = "a", x = "b"``, or ``"a" = "b"``).
+
+    Such a rule never fires.  Under rewriting its constants are normalised through ρ,
+    and two constants of one class would become the same constant, so the rule is dropped
+    before that can happen."""
+    parent: dict[object, object] = {}
+    nodes: set[object] = set()
+
+    def find(k: object) -> object:
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+
+    def key(t: object) -> object | None:
+        if isinstance(t, Var) and not t.anonymous:
+            return ("var", t.name)
+        if isinstance(t, Const) and t.type == "symbol":
+            return ("const", t.value)
+        return None
+
+    for lit in rule.body:
+        if isinstance(lit, Compare) and lit.op == "=":
+            a, b = key(lit.left), key(lit.right)
+            if a is not None and b is not None:
+                nodes.update((a, b))
+                ra, rb = find(a), find(b)
+                if ra != rb:
+                    parent[ra] = rb
+    consts: dict[object, object] = {}
+    for k in nodes:
+        if k[0] == "const" and consts.setdefault(find(k), k) != k:  # type: ignore[index]
+            return True
+    return False
 
 
 def _mentions(t: object, names: set[str]) -> bool:

@@ -45,8 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("program", nargs="?",
                      help="Datalog program (.dl, Soufflé syntax); optional with --rules")
     run.add_argument("--rules", metavar="NAME",
-                     help="run a rule set shipped with the package: owl2rl (OWL 2 RL/RDF, "
-                          "owl:sameAs by rewriting where supported), owl2rl-spelled, owl2rl-eq")
+                     help="run a rule set shipped with the package: owl2rl (OWL 2 RL/RDF "
+                          "compiled against the --rdf ontology, owl:sameAs by rewriting), "
+                          "owl2rl-generic (the rules over one triple relation), "
+                          "owl2rl-spelled, owl2rl-eq")
     run.add_argument("--rdf", action="append", default=[], metavar="FILE",
                      help="RDF data (N-Triples, Turtle, N-Quads, TriG, RDF/XML; .gz too) for "
                           "the triple relation (repeatable)")
@@ -200,11 +202,14 @@ def _run(args: argparse.Namespace) -> int:
     from .reasoner import Reasoner
 
     t0 = time.perf_counter()
+    owl_compiled = False  # --rules owl2rl: compiled against the --rdf ontology (owl2rl/compiler)
     if args.rules:
-        from .owl2rl import rule_set
+        from .owl2rl import is_compiled, rule_set
 
         if args.program:
             raise ProgramError("give a program or --rules, not both")
+        owl_compiled = (is_compiled(args.rules) and bool(args.rdf) and args.backend != "spark"
+                        and not args.store and args.rdf_relation == "triple")
         args.program = str(rule_set(args.rules))
     elif not args.program:
         raise ProgramError("run needs a program (or --rules NAME)")
@@ -230,20 +235,39 @@ def _run(args: argparse.Namespace) -> int:
         kwargs["decompose"] = args.decompose
     with progress:
         set_threads(args.jobs)
-        r = Reasoner(program_source(args), device=args.device, progress=progress.hook,
-                     counting="auto" if args.store else False, modules=args.modules,
-                     **kwargs, **({"rewrite_equality": True} if args.rewrite_equality else {}))
+        def make(program: Any) -> Reasoner:
+            return Reasoner(program, device=args.device, progress=progress.hook,
+                            counting="auto" if args.store else False, modules=args.modules,
+                            **kwargs,
+                            **({"rewrite_equality": True} if args.rewrite_equality else {}))
+
+        if owl_compiled:
+            from .owl2rl import compiler
+
+            progress.status("compiling the ontology")
+            prep = compiler.prepare(args.rdf, args.device, factory=make)
+            r = prep.reasoner
+        else:
+            r = make(program_source(args))
         r.expand = not args.no_expand
         for note in [] if args.no_warn else r.notes:
             print(f"note: {note}", file=sys.stderr)
         progress.status("loading facts")
         marks = {"start": time.perf_counter()}
-        if args.rdf:
+        if args.rdf and not owl_compiled:
             r.load_rdf(args.rdf, args.rdf_relation)
         r.load_inputs(args.facts, default_io=args.format)
         marks["load"] = time.perf_counter()
         progress.status("materialising")
-        stats = r.materialise()
+        if owl_compiled:
+            prep = compiler.materialise(prep, args.rdf, args.device, factory=make)
+            r = prep.reasoner
+            r.expand = not args.no_expand
+            stats = r.stats
+            if prep.note and not args.no_warn:
+                print(f"note: {prep.note}", file=sys.stderr)
+        else:
+            stats = r.materialise()
         marks["materialise"] = time.perf_counter()
         # render everything before writing anything, so an error writes no output
         outputs = _render_outputs(r, args.output, args.format, args.rdf_format)

@@ -96,13 +96,16 @@ def owlrl_closure(paths: list[Path]) -> tuple[set[Triple], int]:
 
 def ours(paths: list[Path], variant: str, device: str = "cpu") -> tuple[set[Triple], set]:
     """Our closure of RDF files under a shipped rule set, and the inconsistency rows."""
-    from gpu_engine.host.owl2rl import rule_set
+    from gpu_engine.host.owl2rl import compiler, is_compiled, rule_set
 
     from gpu_engine import Reasoner
 
-    r = Reasoner(rule_set(variant), device=device)
-    r.load_rdf(paths)
-    r.materialise()
+    if is_compiled(variant):  # compiled against the ontology (or its generic fallback)
+        r = compiler.materialise(compiler.prepare(paths, device), paths, device).reasoner
+    else:
+        r = Reasoner(rule_set(variant), device=device)
+        r.load_rdf(paths)
+        r.materialise()
     triples = {tuple(row.values()) for row in r.relation("triple").to_pylist()}
     bad = {tuple(row.values()) for row in r.relation("inconsistency").to_pylist()}
     return triples, bad  # type: ignore[return-value]

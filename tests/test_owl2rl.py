@@ -117,8 +117,9 @@ INCONSISTENT = {
         owl:targetIndividual :y . :x :p :y .""",
 }
 
-VARIANTS = ["owl2rl-spelled", pytest.param("owl2rl-eq", marks=pytest.mark.skipif(
-    not equality_supported(), reason="the 'equality' qualifier is not on this branch yet"))]
+VARIANTS = ["owl2rl-spelled"] + [pytest.param(v, marks=pytest.mark.skipif(
+    not equality_supported(), reason="the 'equality' qualifier is not on this branch yet"))
+    for v in ("owl2rl-eq", "owl2rl")]
 
 
 def _write(tmp_path: Path, name: str, body: str) -> Path:
@@ -195,7 +196,9 @@ def test_turtle_collections_and_blank_nodes(tmp_path: Path) -> None:
 
 
 def test_rule_set_names() -> None:
-    assert resolve("owl2rl") == ("owl2rl-eq" if equality_supported() else "owl2rl-spelled")
+    assert resolve("owl2rl") == ("owl2rl-compiled" if equality_supported() else "owl2rl-spelled")
+    assert resolve("owl2rl-generic") == ("owl2rl-eq" if equality_supported()
+                                         else "owl2rl-spelled")
     assert rule_set("owl2rl-spelled").name == "owl2rl-spelled.dl"
     assert rule_set("owl2rl-spelled").is_file()
     from gpu_engine.ir import ProgramError

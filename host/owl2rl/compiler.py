@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,7 +400,6 @@ def _text(g: _Program) -> str:
     for term, name in g.classes.items():
         lines.append(f"triple(x, {_q(TYPE)}, {_q(term)}) :- {name}(x).")
     lines.append("triple(s, p, o) :- other(s, p, o).")
-    lines.append(f"triple(x, {_q(SAME_AS)}, y) :- sameAs(x, y).")
     lines.append(f"triple(s, {_q(SAME_AS)}, s) :- triple(s, _, _).")
     lines.append(f"triple(p, {_q(SAME_AS)}, p) :- triple(_, p, _).")
     lines.append(f"triple(o, {_q(SAME_AS)}, o) :- triple(_, _, o).")
@@ -499,11 +498,13 @@ def load(r: Reasoner, comp: Compiled) -> int:
     same = np.flatnonzero(np.asarray(is_same.to_numpy(), dtype=bool))
     if len(same):
         n += r.add_facts("sameAs", pa.table({"x": s.take(same), "y": o.take(same)}))
-    # the rest: untyped-by-the-schema rows, neither a property nor a class it names
+    # the rest: rows with neither a property nor a class the schema names, and the sameAs
+    # rows (no rule reads the equality relation, so that the engine adds its reflexive rows
+    # at the end instead of as rules; the rewritten sameAs rows in `other` expand to every
+    # pair of each class)
     placed = np.zeros(len(data), dtype=bool)
     placed[porder[pb[1]:]] = True
     placed[corder[cb[1]:]] = True
-    placed[same] = True
     rest = np.flatnonzero(~placed)
     if len(rest):
         n += r.add_facts("other", pa.table({"s": s.take(rest), "p": p.take(rest),
@@ -536,51 +537,64 @@ class Prepared:
 
     @property
     def rule_set(self) -> str:
-        return "owl2rl-compiled" if self.compiled is not None else "owl2rl-generic"
+        return "owl2rl-compiled" if self.compiled is not None else "owl2rl-eq"
 
 
-def prepare(paths: Sequence[str | Path], device: str = "auto", *,
-            factory: Any = None, **kwargs: Any) -> Prepared:
-    """Read ``paths``, compile OWL 2 RL for them and load the data; falls back to the generic
-    rule set (``owl2rl-eq``) when the ontology cannot be compiled exactly (``note`` says
-    why). ``factory(program, device)`` makes the reasoner (default :class:`Reasoner`)."""
-    from gpu_engine.host.rdf import read_rdf_files
+Factory = Callable[[Any], "Reasoner"]
+
+
+def _default_factory(device: str) -> Factory:
     from gpu_engine.host.reasoner import Reasoner
+
+    return lambda program: Reasoner(program, device=device)
+
+
+def _generic(paths: Sequence[str | Path], make: Factory, table: pa.Table | None = None
+             ) -> Reasoner:
+    from gpu_engine.host.rdf import read_rdf_files
 
     from . import rule_set
 
-    make = factory or (lambda prog, dev: Reasoner(prog, device=dev, **kwargs))
+    t0 = time.perf_counter()
+    r = make(rule_set("owl2rl-eq"))
+    if table is None:
+        table = read_rdf_files(list(paths))
+    r.add_facts("triple", table.rename_columns(["s", "p", "o"]))
+    r.load_seconds += time.perf_counter() - t0
+    return r
+
+
+def prepare(paths: Sequence[str | Path], device: str = "auto", *,
+            factory: Factory | None = None) -> Prepared:
+    """Read ``paths``, compile OWL 2 RL for them and load the data; falls back to the generic
+    rule set (``owl2rl-eq``) when the ontology cannot be compiled exactly (``note`` says
+    why). ``factory(program)`` makes the reasoner (default: ``Reasoner(program, device)``)."""
+    from gpu_engine.host.rdf import read_rdf_files
+
+    make = factory or _default_factory(device)
     t0 = time.perf_counter()
     table = read_rdf_files(list(paths))
     comp = compile_owl2rl(table)
     if comp.fallback is not None:
-        r = make(rule_set("owl2rl-eq"), device)
-        r.add_facts("triple", table.rename_columns(["s", "p", "o"]))
-        r.load_seconds += time.perf_counter() - t0
-        return Prepared(r, None, f"OWL 2 RL not compiled ({comp.fallback}): generic rules")
-    r = make(comp.program, device)
+        return Prepared(_generic(paths, make, table), None,
+                        f"OWL 2 RL not compiled ({comp.fallback}): generic rules")
+    r = make(comp.program)
     load(r, comp)
     r.load_seconds += time.perf_counter() - t0
     return Prepared(r, comp)
 
 
-def materialise(prep: Prepared, paths: Sequence[str | Path], device: str = "auto",
-                **kwargs: Any) -> Prepared:
+def materialise(prep: Prepared, paths: Sequence[str | Path], device: str = "auto", *,
+                factory: Factory | None = None) -> Prepared:
     """Materialise a prepared reasoner; when a class of equal terms turns out to contain a
-    schema term (condition (d)), rerun with the generic rule set (noted)."""
+    schema term (condition (d)), rematerialise with the generic rule set (noted)."""
     prep.reasoner.materialise()
     if prep.compiled is None:
         return prep
     merged = merged_schema_terms(prep.reasoner, prep.compiled)
     if not merged:
         return prep
-    from gpu_engine.host.rdf import read_rdf_files
-    from gpu_engine.host.reasoner import Reasoner
-
-    from . import rule_set
-
-    r = Reasoner(rule_set("owl2rl-eq"), device=device, **kwargs)
-    r.add_facts("triple", read_rdf_files(list(paths)).rename_columns(["s", "p", "o"]))
+    r = _generic(paths, factory or _default_factory(device))
     r.materialise()
     return Prepared(r, None, f"OWL 2 RL compiled rules set aside: owl:sameAs merges the "
                              f"schema term {merged[0]}; generic rules")

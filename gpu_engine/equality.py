@@ -695,7 +695,12 @@ class EqualityEngine(Engine):
             vals.extend(rows.cols[p] for p in pos)
         if not vals:
             return
-        c = xp.unique(xp.concatenate(vals))
+        # the distinct ids by a mask over the dictionary's ids: linear, where a unique over
+        # the concatenated columns sorts or hashes them (1 s of 1.5 s on OWL 2 RL LUBM(10))
+        seen = xp.zeros(max(int(v.max()) for v in vals) + 1, dtype=bool)
+        for v in vals:
+            seen[v] = True
+        c = xp.flatnonzero(seen).astype(vals[0].dtype, copy=False)
         eq = self.equality.relation
         d = RowSet.from_columns(self.be, (c, c), 2)
         self.store[eq] = self.store[eq].append(self.store[eq].new_rows(d)).compacted()

@@ -296,6 +296,9 @@ class EqualityEngine(Engine):
 
     def rho(self) -> Any:
         """ρ over the whole dictionary (identity beyond the ids merged so far)."""
+        have = self._state.rho
+        if have is not None and len(have) >= len(self.symbols):  # type: ignore[arg-type]
+            return have
         n = max(len(self.symbols), len(self._rho))  # type: ignore[arg-type]
         if len(self._rho) < n:
             xp = self.be.xp
@@ -358,7 +361,7 @@ class EqualityEngine(Engine):
     def _absorb(self, name: str, outs: list[Any], recursive: bool) -> RowSet:
         """Head rows are normalised through ρ first (values from unmerged columns)."""
         pos = self.equality.domain.get(name, ())
-        if pos and outs:
+        if pos and outs and not self._no_classes():  # an identity ρ changes nothing
             rho = self.rho()
             outs = [dataclasses.replace(o, cols=tuple(rho[c] if i in pos else c
                                                       for i, c in enumerate(o.cols)))
@@ -718,10 +721,22 @@ class EqualityEngine(Engine):
         self._class_cache = (rho, index)
         return index
 
+    def _no_classes(self) -> bool:
+        """Whether ρ is the identity (no class of two or more): the expansion is the
+        relation itself (programs that declare equality and derive none pay nothing)."""
+        rho = self.rho()
+        hit = self.__dict__.get("_identity_cache")
+        if hit is not None and hit[0] is rho:
+            return bool(hit[1])
+        xp = self.be.xp
+        same = not bool((rho != xp.arange(len(rho), dtype=rho.dtype)).any())
+        self._identity_cache = (rho, same)
+        return same
+
     def expanded_size(self, name: str) -> int:
         """The number of facts of ``name``'s expansion (Σ over rows of Π class sizes)."""
         pos = self.equality.domain.get(name, ())
-        if not pos or not len(self.store[name]):
+        if not pos or not len(self.store[name]) or self._no_classes():
             return len(self.store[name])
         _, _, sizes = self.class_index()
         cols = self.store[name].compact().cols
@@ -732,7 +747,7 @@ class EqualityEngine(Engine):
         stands for the product of the classes of its domain values
         (:func:`gpu_engine.equality_expand.expand_sorted`)."""
         pos = self.equality.domain.get(name, ())
-        if not pos:
+        if not pos or self._no_classes():
             return self.columns(name)
         rows = self.store[name].compact()
         if len(rows) == 0:

@@ -386,23 +386,41 @@ HEADER = """\
 """
 
 
-def _text(g: _Program) -> str:
-    lines = [HEADER]
+def _text(g: _Program, closed_terms: set[str]) -> str:
+    """The program: declarations, the data rules, the union back to ``triple`` and eq-ref.
+
+    eq-ref (``t owl:sameAs t`` for every term of every triple) reads the partitions rather
+    than ``triple``: ``term`` collects their subjects and objects (a unary relation, cheap
+    to deduplicate), so ``triple`` is a plain union and not recursive. The closed schema is
+    closed under eq-ref already; a class or property name outside it gets its term from a
+    rule on its relation."""
+    lines = [HEADER, ".decl term(x: Node)"]
     for term, name in g.classes.items():
         lines.append(f".decl {name}(x: Node)  // {term}")
     for term, name in g.properties.items():
         lines.append(f".decl {name}(s: Node, o: Node)  // {term}")
     lines.append("")
     lines.extend(g.rules)
-    lines.append("// back to triples, and eq-ref")
+    lines.append("// back to triples")
     for term, name in g.properties.items():
         lines.append(f"triple(s, {_q(term)}, o) :- {name}(s, o).")
     for term, name in g.classes.items():
         lines.append(f"triple(x, {_q(TYPE)}, {_q(term)}) :- {name}(x).")
     lines.append("triple(s, p, o) :- other(s, p, o).")
-    lines.append(f"triple(s, {_q(SAME_AS)}, s) :- triple(s, _, _).")
-    lines.append(f"triple(p, {_q(SAME_AS)}, p) :- triple(_, p, _).")
-    lines.append(f"triple(o, {_q(SAME_AS)}, o) :- triple(_, _, o).")
+    lines.append("// eq-ref")
+    for term, name in g.properties.items():
+        lines.append(f"term(x) :- {name}(x, _).")
+        lines.append(f"term(x) :- {name}(_, x).")
+        if term not in closed_terms:
+            lines.append(f"term({_q(term)}) :- {name}(_, _).")
+    for term, name in g.classes.items():
+        lines.append(f"term(x) :- {name}(x).")
+        if term not in closed_terms:
+            lines.append(f"term({_q(term)}) :- {name}(_).")
+    lines.append("term(x) :- other(x, _, _).")
+    lines.append("term(x) :- other(_, x, _).")
+    lines.append("term(x) :- other(_, _, x).")
+    lines.append(f"triple(x, {_q(SAME_AS)}, x) :- term(x).")
     return "\n".join(lines) + "\n"
 
 
@@ -447,11 +465,12 @@ def compile_owl2rl(table: pa.Table) -> Compiled:
     for term in sorted(props):
         g.p(term)
     _rules(s, g)
-    out.program = _text(g)
+    out.program = _text(g, s.terms)
     out.classes, out.properties = g.classes, g.properties
     out.schema_terms = frozenset(s.terms | classes | props | VOCABULARY)
     out.schema = closed_schema
-    out.data = pa.concat_tables([data, closed_data.rename_columns(["s", "p", "o"])])
+    out.data = pa.concat_tables([data, closed_data.rename_columns(["s", "p", "o"])],
+                                promote_options="permissive")
     out.schema_inconsistency = bad
     out.rules = len(g.rules)
     out.seconds["compile"] = time.perf_counter() - t1

@@ -7,7 +7,7 @@ BASE   := $(VENV)/.installed-base
 
 .PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
-	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl
+	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
 # the demo needs only the engine's own dependencies; tests, benchmarks and Spark need the
 # dev extra (installed on top, into the same virtual environment)
@@ -163,5 +163,16 @@ owl2rl-lubm: $(STAMP)
 ## bench-owl2rl: LUBM(1/10/50) under OWL 2 RL against owlrl and reasonable, and RDF load times
 bench-owl2rl: $(STAMP)
 	$(PY) -m pip install -q -e '.[rdf]'
-	$(PY) -m benchmarks.owl2rl --sizes 1,10,50 --timeout 900 --out benchmarks/results/owl2rl.jsonl
+	$(PY) -m benchmarks.owl2rl --sizes 1 --variant owl2rl,owl2rl-generic --timeout 900 --out benchmarks/results/owl2rl.jsonl
+	$(PY) -m benchmarks.owl2rl --sizes 10 --variant owl2rl,owl2rl-generic --engines gpu-engine,reasonable --timeout 900 --out benchmarks/results/owl2rl.jsonl
+	$(PY) -m benchmarks.owl2rl --sizes 50 --variant owl2rl,owl2rl-generic --engines gpu-engine,reasonable-file --timeout 900 --out benchmarks/results/owl2rl.jsonl
 	$(PY) -m benchmarks.owl2rl --load --sizes 50 --out benchmarks/results/owl2rl.jsonl
+
+## bench-rdfox-eq: Claros_L / DBpedia_L (owl:sameAs spelled out) on generated data, Mat≈ against the rules
+bench-rdfox-eq: $(STAMP)
+	$(PY) -m benchmarks.rdfox_eq --rules Claros_L --triples 20000 --individuals 5000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
+	$(PY) -m benchmarks.rdfox_eq --rules DBpedia_L --triples 20000 --individuals 5000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
+
+## bench-eq-overhead: LUBM(10) LUBM_L with and without an unused equality declaration
+bench-eq-overhead: $(STAMP)
+	$(PY) -m benchmarks.eq_overhead --size 10 --repeat 5 --out benchmarks/results/eq_overhead.jsonl

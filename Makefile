@@ -170,8 +170,8 @@ bench-owl2rl: $(STAMP)
 
 ## bench-rdfox-eq: Claros_L / DBpedia_L (owl:sameAs spelled out) on generated data, Mat≈ against the rules
 bench-rdfox-eq: $(STAMP)
-	$(PY) -m benchmarks.rdfox_eq --rules Claros_L --triples 20000 --individuals 5000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
-	$(PY) -m benchmarks.rdfox_eq --rules DBpedia_L --triples 20000 --individuals 5000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
+	$(PY) -m benchmarks.rdfox_eq --rules Claros_L --triples 20000 --individuals 50000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
+	$(PY) -m benchmarks.rdfox_eq --rules DBpedia_L --triples 20000 --individuals 50000 --classes 306,40,12x20 --out benchmarks/results/rdfox_eq.jsonl
 
 ## bench-eq-overhead: LUBM(10) LUBM_L with and without an unused equality declaration
 bench-eq-overhead: $(STAMP)

@@ -12,7 +12,8 @@ python -m benchmarks.rdfox_eq --rules Claros_L --triples 20000 --classes 306,40,
 ```
 
 Data (:func:`generate`, seeded): ``--individuals`` IRIs; every class the rules load from
-``rdf:type`` gets members, every property edges, drawn uniformly (``--triples`` in all); then
+``rdf:type`` gets members, every property edges, drawn uniformly (``--triples`` in all, and
+``--member-facts`` more per member of a sameAs class); then
 ``owl:sameAs`` classes of the sizes ``--classes`` (``306`` as Claros' largest class, ``12x20``
 for twelve classes of 20) as chains over distinct individuals, so that the members' facts
 are copied to one another. Both runs must reach the same expanded facts (checked:
@@ -62,29 +63,39 @@ def parse_classes(spec: str) -> list[int]:
 
 
 def generate(name: str, triples: int, individuals: int, classes: list[int],
-             seed: int = 0) -> list[tuple[str, str, str]]:
-    """Triples over the rule set's loaded classes and properties, plus owl:sameAs chains."""
+             seed: int = 0, member_facts: int = 3) -> list[tuple[str, str, str]]:
+    """Triples over the rule set's loaded classes and properties, plus owl:sameAs chains.
+
+    ``triples`` facts with subjects and objects drawn uniformly from ``individuals`` IRIs
+    (a pool large against ``triples`` keeps the rule sets' functional-property rules from
+    merging much by chance), then ``member_facts`` more facts with each member of an
+    ``owl:sameAs`` class as subject, so that replacement has something to copy."""
     _, loaded, arity = rule_text(name)
     rng = np.random.default_rng(seed)
     ind = [f"<http://example.org/{name}/i{i}>" for i in range(individuals)]
     kinds = [(p, iri) for p, iri in sorted(loaded.items()) if iri != SAME_AS]
     out: list[tuple[str, str, str]] = []
-    picks = rng.integers(0, len(kinds), triples)
-    subj = rng.integers(0, individuals, triples)
-    obj = rng.integers(0, individuals, triples)
+    members = rng.permutation(individuals)
+    groups: list[list[int]] = []
+    at = 0
+    for size in classes:
+        groups.append(members[at:at + size].tolist())
+        at += size
+        if len(groups[-1]) < size:
+            raise ValueError(f"--individuals {individuals} is too few for classes {classes}")
+    in_class = [m for g in groups for m in g]
+    n = triples + member_facts * len(in_class)
+    picks = rng.integers(0, len(kinds), n)
+    subj = np.concatenate([rng.integers(0, individuals, triples),
+                           np.repeat(np.array(in_class, dtype=np.int64), member_facts)])
+    obj = rng.integers(0, individuals, n)
     for k, s, o in zip(picks.tolist(), subj.tolist(), obj.tolist()):
         pred, iri = kinds[k]
         if arity[pred] == 1:
             out.append((ind[s], RDF_TYPE, iri))
         else:
             out.append((ind[s], iri, ind[o]))
-    members = rng.permutation(individuals)
-    at = 0
-    for size in classes:
-        group = members[at:at + size].tolist()
-        at += size
-        if len(group) < size:
-            raise ValueError(f"--individuals {individuals} is too few for classes {classes}")
+    for group in groups:
         out += [(ind[a], SAME_AS, ind[b]) for a, b in zip(group, group[1:])]
     return sorted(set(out))
 
@@ -96,7 +107,7 @@ def job(spec: dict[str, Any]) -> dict[str, Any]:
 
     text, _, _ = rule_text(spec["rules"])
     data = generate(spec["rules"], spec["triples"], spec["individuals"],
-                    parse_classes(spec["classes"]), spec["seed"])
+                    parse_classes(spec["classes"]), spec["seed"], spec["member_facts"])
     table = pa.table({"s": [t[0] for t in data], "p": [t[1] for t in data],
                       "o": [t[2] for t in data]})
     t0 = time.perf_counter()
@@ -135,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rules", default="Claros_L", help="Claros_L, Claros_LE, DBpedia_L")
     ap.add_argument("--triples", type=int, default=20000)
-    ap.add_argument("--individuals", type=int, default=5000)
+    ap.add_argument("--individuals", type=int, default=50000)
+    ap.add_argument("--member-facts", type=int, default=3)
     ap.add_argument("--classes", default="306,40,12x20")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
@@ -149,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     base = {"benchmark": "rdfox-eq", "rules": args.rules, "triples": args.triples,
             "individuals": args.individuals, "classes": args.classes, "seed": args.seed,
+            "member_facts": args.member_facts,
             "host": platform.node(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     recs = {}
     for mode in args.modes.split(","):
         spec = {"rules": args.rules, "triples": args.triples, "individuals": args.individuals,
                 "classes": args.classes, "seed": args.seed, "device": args.device,
-                "mode": mode}
+                "mode": mode, "member_facts": args.member_facts}
         recs[mode] = {**base, "mode": mode, **_run(spec, args.timeout)}
     rw, sp = recs.get("rewriting"), recs.get("spelled-out")
     if rw and sp and rw["status"] == sp["status"] == "ok":

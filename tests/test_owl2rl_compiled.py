@@ -34,7 +34,7 @@ def _generic(paths: list[Path]) -> tuple[Rows, Rows]:
 
 
 def _compiled(paths: list[Path]) -> tuple[compiler.Prepared, Rows, Rows]:
-    prep = compiler.materialise(compiler.prepare(paths, "cpu"), paths, "cpu")
+    prep = compiler.run(paths, "cpu")
     return prep, _rows(prep.reasoner, "triple"), _rows(prep.reasoner, "inconsistency")
 
 

@@ -617,3 +617,11 @@ def materialise(prep: Prepared, paths: Sequence[str | Path], device: str = "auto
     r.materialise()
     return Prepared(r, None, f"OWL 2 RL compiled rules set aside: owl:sameAs merges the "
                              f"schema term {merged[0]}; generic rules")
+
+
+def run(paths: Sequence[str | Path], device: str = "auto", *,
+        factory: Factory | None = None) -> Prepared:
+    """:func:`prepare` then :func:`materialise`: OWL 2 RL over RDF files, compiled where
+    exact. ``run(paths).reasoner.relation("triple")`` is the closure."""
+    return materialise(prepare(paths, device, factory=factory), paths, device,
+                       factory=factory)

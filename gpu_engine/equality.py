@@ -692,10 +692,12 @@ class EqualityEngine(Engine):
         xp = self.be.xp
         vals = []
         for name, pos in self.equality.domain.items():
-            if not len(self.store[name]) or not pos:
+            rs = self.store[name]
+            if not len(rs) or not pos:
                 continue
-            rows = self.store[name].compact()
-            vals.extend(rows.cols[p] for p in pos)
+            # the runs as they are (merging them into one only to read values costs a sort)
+            for run in ([rs.compact()] if rs.dead else rs.runs):
+                vals.extend(run.cols[p] for p in pos)
         if not vals:
             return
         # the distinct ids by a mask over the dictionary's ids: linear, where a unique over

@@ -151,11 +151,11 @@ def test_differential_interleaved(case: Case) -> None:
 
 def test_exhaustive_small_interleaved() -> None:
     """One fixed case, the second and third update arriving at every boundary."""
-    from test_fdu import test_differential_exhaustive_small  # noqa: F401 (its program)
     from generators import NUMBER, Program, Relation, Update
     from generators import Atom as A
     from generators import Rule as R
     from generators import Var as V
+    from test_fdu import test_differential_exhaustive_small  # noqa: F401 (its program)
 
     e, p = Relation("e", (NUMBER, NUMBER)), Relation("p", (NUMBER, NUMBER))
     X, Y, Z = V("X"), V("Y"), V("Z")

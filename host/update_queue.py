@@ -20,8 +20,10 @@ by the queue's ``policy``:
   engine refuses (a finished stratum would have to be redone) the update is aborted and
   restarted with the composition (at most ``max_restarts`` times, then the rest waits).
   Round budget: at most ``max_interleaved`` steps and ``round_budget`` boundaries per
-  update; past them arrivals wait, so the running update ends (termination argument in
-  the module docstring of ``fdu_interleave``).  Supported by the algorithms with round
+  update (and, when ``interleave_seconds`` is set, only while the update has run less
+  than that: visibility comes at the commit, so a long-absorbing update delays every
+  change in it); past them arrivals wait, so the running update ends (termination
+  argument in the module docstring of ``fdu_interleave``).  Supported by the algorithms with round
   boundaries (``INTERLEAVE_ALGORITHMS``); the rematerialising ones are refused.
 
 ``max_batches`` (0: no bound) caps how many pending updates one composed update takes
@@ -96,8 +98,8 @@ class UpdateQueue:
                  max_restarts: int = 2, background: bool = True,
                  on_boundary: Callable[[RoundPoint], None] | None = None,
                  on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None,
-                 max_interleaved: int = 16, round_budget: int = 256, max_batches: int = 0
-                 ) -> None:
+                 max_interleaved: int = 16, round_budget: int = 256, max_batches: int = 0,
+                 interleave_seconds: float | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.apply = apply
@@ -107,6 +109,8 @@ class UpdateQueue:
         self.max_interleaved = max_interleaved
         self.round_budget = round_budget
         self.max_batches = max_batches
+        self.interleave_seconds = interleave_seconds
+        self._started = 0.0
         self._interleaved = 0
         self._boundaries = 0
         self.background = background
@@ -206,6 +210,7 @@ class UpdateQueue:
             n_before = len(batch)
             self._interleaved = 0
             self._boundaries = 0
+            self._started = time.perf_counter()
             ins, dele = compose([h.change for h in batch], self.arity)
             try:
                 stats = self.apply(ins, dele, self._hook)
@@ -287,7 +292,9 @@ class UpdateQueue:
         """The ``interleave`` policy at a boundary (the queue's lock is held)."""
         assert self._running is not None
         if (point.interleave is None or self._interleaved >= self.max_interleaved
-                or self._boundaries > self.round_budget):
+                or self._boundaries > self.round_budget
+                or (self.interleave_seconds is not None
+                    and time.perf_counter() - self._started > self.interleave_seconds)):
             return  # an overdeletion round, or the budget is spent: arrivals wait
         k = len(self.pending)
         if self.max_batches > 0:
@@ -310,7 +317,8 @@ def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | No
                    background: bool = True, max_restarts: int = 2,
                    **options: Any) -> UpdateQueue:
     """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``
-    (``options``: ``max_interleaved``, ``round_budget``, ``max_batches``)."""
+    (``options``: ``max_interleaved``, ``round_budget``, ``max_batches``,
+    ``interleave_seconds``)."""
     from gpu_engine.maintenance import apply_update, default_algorithm
 
     if policy == "interleave":

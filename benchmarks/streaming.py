@@ -39,7 +39,9 @@ import numpy as np
 import pyarrow as pa
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MODES = ("sequential", "wait", "inject", "restart", "interleave")
+MODES = ("sequential", "wait", "inject", "restart", "interleave",
+         "interleave+interleave_seconds=service+interleave_fallback=wait",
+         "wait+max_batches=4")
 # a mode is a queue policy, optionally with options: "wait+max_batches=4",
 # "interleave+interleave_seconds=service" ("service": the measured mean service time)
 
@@ -233,7 +235,8 @@ def _mode_options(mode: str, service: float) -> tuple[str, dict[str, Any]]:
     options: dict[str, Any] = {}
     for o in opts:
         k, v = o.split("=")
-        options[k] = service if v == "service" else float(v) if "." in v else int(v)
+        options[k] = (service if v == "service" else v if v.isalpha()
+                      else float(v) if "." in v else int(v))
     return policy, options
 
 

@@ -18,7 +18,8 @@ by the queue's ``policy``:
   at a "start" or insertion boundary everything pending, deletions included, is composed
   and joins the running update (``RoundPoint.interleave``) without waiting.  When the
   engine refuses (a finished stratum would have to be redone) the update is aborted and
-  restarted with the composition (at most ``max_restarts`` times, then the rest waits).
+  restarted with the composition (at most ``max_restarts`` times, then the rest waits;
+  ``interleave_fallback="wait"``: it waits at once).
   Round budget: at most ``max_interleaved`` steps and ``round_budget`` boundaries per
   update (and, when ``interleave_seconds`` is set, only while the update has run less
   than that: visibility comes at the commit, so a long-absorbing update delays every
@@ -99,7 +100,8 @@ class UpdateQueue:
                  on_boundary: Callable[[RoundPoint], None] | None = None,
                  on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None,
                  max_interleaved: int = 16, round_budget: int = 256, max_batches: int = 0,
-                 interleave_seconds: float | None = None) -> None:
+                 interleave_seconds: float | None = None,
+                 interleave_fallback: str = "restart") -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.apply = apply
@@ -110,6 +112,9 @@ class UpdateQueue:
         self.round_budget = round_budget
         self.max_batches = max_batches
         self.interleave_seconds = interleave_seconds
+        if interleave_fallback not in ("restart", "wait"):
+            raise ValueError("interleave_fallback must be 'restart' or 'wait'")
+        self.interleave_fallback = interleave_fallback
         self._started = 0.0
         self._interleaved = 0
         self._boundaries = 0
@@ -306,7 +311,7 @@ class UpdateQueue:
             self._running.extend(self.pending[:k])
             del self.pending[:k]
             self._interleaved += 1
-        elif self._restarts < self.max_restarts:
+        elif self.interleave_fallback == "restart" and self._restarts < self.max_restarts:
             raise Restart()
 
 
@@ -318,7 +323,7 @@ def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | No
                    **options: Any) -> UpdateQueue:
     """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``
     (``options``: ``max_interleaved``, ``round_budget``, ``max_batches``,
-    ``interleave_seconds``)."""
+    ``interleave_seconds``, ``interleave_fallback``)."""
     from gpu_engine.maintenance import apply_update, default_algorithm
 
     if policy == "interleave":

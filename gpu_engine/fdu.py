@@ -27,9 +27,7 @@ The array work is host-side NumPy on purpose: encoded updates are host int64 col
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,59 +138,7 @@ def is_insertion_only(change: Change) -> bool:
 
 
 __all__ = ["Boundary", "Change", "Encoded", "Restart", "RoundPoint", "compose", "size",
-           "is_insertion_only", "compact_idle", "compaction_deferred", "defer_compaction"]
-
-
-# --- compaction off the critical path ----------------------------------------------------
-#
-# An update's commit rewrites a relation as one run once its tombstones and small runs pass
-# an eighth of it (runs.RunSet.worth_compacting): amortised O(1) per change, but one
-# update in a few pays a rewrite of a large relation (DAG-R 2k/10k: 0.2-0.3 s, 40 % of the
-# slowest updates of a stream).  An update queue defers it (the commit still rewrites a
-# relation that is overdue: ``update_state._overdue``) and rewrites when it is idle, one
-# relation at a time, stopping as soon as an update arrives.
-
-_DEFER: ContextVar[bool] = ContextVar("gpu_engine_defer_compaction", default=False)
-
-
-def compaction_deferred() -> bool:
-    """Whether the update running in this context defers rewriting its relations."""
-    return _DEFER.get()
-
-
-@contextmanager
-def defer_compaction(on: bool = True) -> Iterator[None]:
-    """Updates applied inside defer relation rewrites to :func:`compact_idle`."""
-    token = _DEFER.set(on)
-    try:
-        yield
-    finally:
-        _DEFER.reset(token)
-
-
-def compact_idle(engine: Any, stop: Callable[[], bool]) -> int:
-    """Rewrite the relations worth compacting (largest first, with their counters) until
-    ``stop()``; returns how many.  Relations shared with the explicit facts are left to
-    the commit (it keeps their counters by run identity)."""
-    from . import counters as C
-
-    done = 0
-    for name in sorted(engine.store, key=lambda n: -len(engine.store[n])):
-        if stop():
-            break
-        rs = engine.store[name]
-        if not rs.worth_compacting() or rs is engine.explicit.get(name):
-            continue
-        c = engine.counters.get(name)
-        if c is not None:
-            rs, c = C.compacted(rs, c)
-            engine.store[name], engine.counters[name] = rs, c
-        else:
-            engine.store[name] = rs.compacted()
-        done += 1
-    if done:
-        engine._device_changed()
-    return done
+           "is_insertion_only"]
 
 
 # --- the engine side: round boundaries of a running update ------------------------------

@@ -236,11 +236,8 @@ class UpdateState:
             parts = C.add_at(store[name], c.rec if recursive else c.nonrec, rows, inc)
             counters[name] = (C.Counters(c.nonrec, parts) if recursive
                               else C.Counters(parts, c.rec))
-        from .fdu import compaction_deferred
-
-        defer = compaction_deferred()
         for name in list(store):
-            if store[name].worth_compacting() and not (defer and not _overdue(store[name])):
+            if store[name].worth_compacting():
                 if name in counters:
                     store[name], counters[name] = C.compacted(store[name], counters[name])
                 else:
@@ -250,16 +247,6 @@ class UpdateState:
                 if any(bool(a.any()) for a in c.rec):
                     counters[name] = c.without_rec(self.be)
         return store, counters
-
-
-def _overdue(rs: RunSet) -> bool:
-    """Whether a relation whose rewrite an update queue defers (``fdu.defer_compaction``)
-    must be rewritten anyway: tombstones and small runs past half of it, or 2×MAX_RUNS."""
-    from .runs import MAX_RUNS
-
-    big = max((len(r) for r in rs.runs), default=0)
-    small = sum(len(r) for r in rs.runs) - big + sum(len(x) for x in rs.dead)
-    return 2 * small > big or len(rs.runs) > 2 * MAX_RUNS
 
 
 def _accumulate(be: Backend, arity: int, acc: tuple[RowSet, Any] | None, rows: RowSet,

@@ -28,9 +28,7 @@ by the queue's ``policy``:
   boundaries (``INTERLEAVE_ALGORITHMS``); the rematerialising ones are refused.
 
 ``max_batches`` (0: no bound) caps how many pending updates one composed update takes
-(bounded composition: the rest forms the next update).  ``on_idle(stop)`` runs whenever
-the queue has nothing pending after an update (``reasoner_queue``: the relation rewrites the
-queue's updates deferred, ``fdu.compact_idle``, stopping as soon as an update arrives).
+(bounded composition: the rest forms the next update).
 
 Every handle of a composed (or injected) update resolves together, when its change is
 visible (``UpdateHandle.visible_at``); they share one :class:`UpdateStats` whose
@@ -50,16 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_engine.fdu import (
-    Change,
-    Encoded,
-    Restart,
-    RoundPoint,
-    compact_idle,
-    compose,
-    defer_compaction,
-    is_insertion_only,
-)
+from gpu_engine.fdu import Change, Encoded, Restart, RoundPoint, compose, is_insertion_only
 from gpu_engine.stats import UpdateStats
 
 POLICIES = ("wait", "inject", "restart", "interleave")
@@ -112,8 +101,7 @@ class UpdateQueue:
                  on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None,
                  max_interleaved: int = 16, round_budget: int = 256, max_batches: int = 0,
                  interleave_seconds: float | None = None,
-                 interleave_fallback: str = "restart",
-                 on_idle: Callable[[Callable[[], bool]], Any] | None = None) -> None:
+                 interleave_fallback: str = "restart") -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.apply = apply
@@ -128,8 +116,6 @@ class UpdateQueue:
             raise ValueError("interleave_fallback must be 'restart' or 'wait'")
         self.interleave_fallback = interleave_fallback
         self._started = 0.0
-        self.on_idle = on_idle
-        self._idle_busy = False
         self._interleaved = 0
         self._boundaries = 0
         self.background = background
@@ -171,7 +157,7 @@ class UpdateQueue:
         if last is not None:
             last._event.wait(timeout)
         with self._lock:
-            while self._running is not None or self.pending or self._idle_busy:
+            while self._running is not None or self.pending:
                 self._lock.wait(0.05)
 
     def close(self) -> None:
@@ -192,12 +178,10 @@ class UpdateQueue:
         while True:
             with self._lock:
                 if not self.pending:
-                    break
+                    return out
                 batch = self._take()
                 self._running = batch
             out.append(self._run(batch))
-        self._idle()
-        return out
 
     def _start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -215,24 +199,6 @@ class UpdateQueue:
                 batch = self._take()
                 self._running = batch
             self._run(batch)
-            self._idle()
-
-    def _idle(self) -> None:
-        """Nothing pending: the idle work (deferred compaction), until an update arrives."""
-        if self.on_idle is None:
-            return
-        with self._lock:
-            if self.pending:
-                return
-            self._idle_busy = True
-        try:
-            self.on_idle(lambda: bool(self.pending))
-        except Exception:  # noqa: BLE001 - optional work: a later commit compacts instead
-            pass
-        finally:
-            with self._lock:
-                self._idle_busy = False
-                self._lock.notify_all()
 
     def _take(self) -> list[UpdateHandle]:
         """The pending updates the next composed update takes (all, or ``max_batches``)."""
@@ -357,8 +323,7 @@ def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | No
                    **options: Any) -> UpdateQueue:
     """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``
     (``options``: ``max_interleaved``, ``round_budget``, ``max_batches``,
-    ``interleave_seconds``, ``interleave_fallback``, ``defer_compaction`` (default on, on
-    the CPU: relation rewrites wait for the queue's idle time))."""
+    ``interleave_seconds``, ``interleave_fallback``)."""
     from gpu_engine.maintenance import apply_update, default_algorithm
 
     if policy == "interleave":
@@ -373,17 +338,8 @@ def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | No
             raise ValueError(f"the interleave policy needs round boundaries: {alg} has "
                              f"none; use one of {', '.join(INTERLEAVE_ALGORITHMS)}")
 
-    defer = bool(options.pop("defer_compaction", True)) and not reasoner.engine.be.is_device
-
     def apply(ins: Encoded, dele: Encoded, hook: Callable[[RoundPoint], None]) -> UpdateStats:
-        with defer_compaction(defer):  # rewrites wait for idle time (on_idle below)
-            return apply_update(reasoner.engine, ins, dele, algorithm, hook)
-
-    def idle(stop: Callable[[], bool]) -> None:
-        compact_idle(reasoner.engine, stop)
-
-    if defer:
-        options.setdefault("on_idle", idle)
+        return apply_update(reasoner.engine, ins, dele, algorithm, hook)
 
     arity = {n: r.arity for n, r in reasoner.program.relations.items()}
     return UpdateQueue(apply, arity, policy=policy, background=background,

@@ -173,32 +173,3 @@ def test_exhaustive_small_interleaved() -> None:
                 out = check(case)
                 assert out is not None and not out.problems, case.describe() + "\n" + \
                     "\n".join(out.problems)
-
-
-def test_compaction_waits_for_idle_time() -> None:
-    """Updates applied by a queue defer relation rewrites; the idle work does them, and
-    relations and counters are unchanged by it."""
-    from gpu_engine.fdu import compact_idle, defer_compaction
-
-    prog = """.decl e(x:number, y:number) .decl p(x:number, y:number) .output p
-    p(x, y) :- e(x, y). p(x, z) :- p(x, y), e(y, z)."""
-    r = Reasoner(prog, device="cpu", counting=True, modules="off")
-    r.add_facts("e", np.array([[i, i + 1] for i in range(60)]))
-    r.materialise()
-    with defer_compaction():  # a rewrite is due (tombstones: an eighth of p), not overdue
-        r.update(delete={"e": np.array([[50, 51]])})
-    assert r.engine.store["p"].worth_compacting()
-    before = (r.relation("p"), r.counters("p"))
-    assert compact_idle(r.engine, lambda: False) >= 1
-    assert not r.engine.store["p"].worth_compacting()
-    assert r.relation("p").equals(before[0]) and r.counters("p").equals(before[1])
-    q = reasoner_queue(r, policy="wait", background=False)  # the queue compacts when idle
-    q.submit({}, {"e": r._encode("e", np.array([[40, 41]]))})
-    q.submit({"e": r._encode("e", np.array([[40, 41], [50, 51]]))})
-    q.drain()
-    assert not r.engine.store["p"].worth_compacting()
-    ref = Reasoner(prog, device="cpu", counting=True, modules="off")
-    ref.add_facts("e", np.array([[i, i + 1] for i in range(60)]))
-    ref.materialise()
-    assert r.relation("p").equals(ref.relation("p"))
-    assert r.counters("p").equals(ref.counters("p"))

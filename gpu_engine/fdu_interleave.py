@@ -134,17 +134,22 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
                cand: dict[str, list[RowSet]] | None, counters: bool) -> bool:
     """Join the change (``ins``, ``dele``; newer than the running update) to update ``u``
     at a boundary of stratum ``s`` (``phase`` "start" or "insert"; ``cand``: the insertion
-    phase's pending additions).  Returns False, changing nothing, when it cannot."""
+    phase's pending additions).  Returns False, changing nothing, when it cannot.
+
+    Strata that have begun (those before ``s``, and ``s`` itself at an insertion boundary)
+    take the change in order: a finished stratum whose explicit facts or whose inputs
+    changed gets the same step as ``s`` (closure, rederivation, insertions) followed by its
+    own seminaive fixpoint, and its net change is the next strata's input change."""
     if phase not in ("start", "insert") or u.new_explicit is None:
         return False
+    counters = True  # the counters the update keeps (its level) are maintained, at any boundary
     if phase == "insert" and (cand is None or s.aggregate is not None or s.subsumptions
                               or s.index in u.modules):
         return False
     stratum_of = {r: t for t in u.strata for r in t.relations}
     hi = s.index if phase == "start" else s.index + 1  # strata below hi have begun
     later: dict[str, tuple[RowSet, RowSet]] = {}
-    lower: dict[str, tuple[RowSet, RowSet]] = {}
-    own: dict[str, tuple[RowSet, RowSet]] = {}
+    begun: dict[str, tuple[RowSet, RowSet]] = {}
     for name in dict.fromkeys((*ins, *dele)):
         t = stratum_of.get(name)
         if t is None:
@@ -154,41 +159,70 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
         rd = _rows(u, dele, name) if name in dele else RowSet.empty(u.be, u.arity[name])
         rd = rd.select(ne.has(rd)) if len(rd) else rd  # rule 1(i): only real operations
         ri = ri.select(~ne.has(ri)) if len(ri) else ri
-        if not (len(ri) or len(rd)):
-            continue
-        if t.index >= hi:
-            later[name] = (ri, rd)
-            continue
-        if t.index == s.index:
-            if t.aggregate is not None:
-                return False
-            own[name] = (ri, rd)
-        elif t.rules or t.aggregate is not None or t.index in u.modules:
-            return False  # a finished stratum with rules would have to be redone
-        else:
-            lower[name] = (ri, rd)
-        for t2 in u.strata:  # finished strata that read it: they would have to be redone
-            if t.index < t2.index < hi and name in t2.reads and t2 is not s:
-                return False
-        if t.index < s.index and phase == "insert" and any(
-                isinstance(lit, Negation) and lit.atom.relation == name
-                for rule in s.rules for lit in rule.body):
-            return False
-    if not (later or lower or own):
+        if len(ri) or len(rd):
+            (later if t.index >= hi else begun)[name] = (ri, rd)
+    affected = _affected(u, begun, stratum_of, hi)
+    if affected is None:
+        return False
+    if not (later or begun):
         return True
-    _explicit(u, {**later, **lower, **own})
+    _explicit(u, {**later, **begun})
     for name, (ri, rd) in later.items():  # not started: compose into its E⁺ / E⁻
         _compose_into(u, name, ri, rd)
-    if phase == "start":  # s has not started either: lower changes only enter the state
-        for name, (ri, rd) in lower.items():
-            _retract(u.state, name, rd)
-            if len(ri):
-                u.state.add(name, ri)
-        return True
-    assert cand is not None
-    _delete(u, s, lower, own, cand, counters)
-    _insert(u, s, lower, own, cand, counters)
+    st = u.state
+    reads = {n for t in affected for n in (*t.relations, *t.reads)}
+    s0 = {n: st.new(n) for n in reads | set(begun) if n in st.rel}  # the state S₀
+    net_del: dict[str, RowSet] = {}
+    net_add: dict[str, RowSet] = {}
+    for t in affected:  # in stratum order
+        own = {n: c for n, c in begun.items() if stratum_of[n] is t}
+        ldel = {n: d for n, d in net_del.items() if n in t.reads}
+        ladd = {n: a for n, a in net_add.items() if n in t.reads}
+        if not (own or ldel or ladd):
+            continue
+        running = t is s and phase == "insert"
+        if not t.rules and not running:  # explicit facts only: the state is E
+            for name, (ri, rd) in own.items():
+                _retract(st, name, rd)
+                if len(ri):
+                    st.add(name, ri)
+                net_del[name], net_add[name] = rd, ri
+            continue
+        c = cand if running else {r: [] for r in t.relations}
+        assert c is not None
+        X = _delete(u, t, s0, ldel, {n: rd for n, (_, rd) in own.items()}, c, counters)
+        _insert(u, t, ladd, {n: ri for n, (ri, _) in own.items()}, c, counters)
+        if running:
+            continue  # the insertion phase continues from cand
+        added = _fixpoint(u, t, c, counters)
+        for r in t.relations:
+            x, a = X.get(r), added.get(r)
+            if x is not None and len(x):
+                net_del[r] = _minus(x, a) if a is not None else x
+            if a is not None and len(a):
+                net_add[r] = _minus(a, x) if x is not None else a
     return True
+
+
+def _affected(u: Any, begun: dict[str, tuple[RowSet, RowSet]], stratum_of: dict[str, Any],
+              hi: int) -> list[Any] | None:
+    """The begun strata (index below ``hi``) the change reaches, in order, or None when
+    one of them cannot take it (an aggregate, TC/STC modules, subsumption, a negation of
+    a changed relation)."""
+    changed = set(begun)
+    out = []
+    for t in sorted((t for t in u.strata if t.index < hi), key=lambda t: t.index):
+        mine = changed & set(t.relations)
+        if not (mine or changed & t.reads):
+            continue
+        if t.aggregate is not None or t.index in u.modules or t.subsumptions:
+            return None
+        if any(isinstance(lit, Negation) and lit.atom.relation in changed
+               for rule in t.rules for lit in rule.body):
+            return None
+        changed |= set(t.relations)
+        out.append(t)
+    return out
 
 
 def _explicit(u: Any, changes: dict[str, tuple[RowSet, RowSet]]) -> None:
@@ -219,21 +253,20 @@ def _compose_into(u: Any, name: str, ri: RowSet, rd: RowSet) -> None:
     u.e_minus[name], u.e_plus[name] = em, ep
 
 
-def _delete(u: Any, s: Any, lower: dict[str, tuple[RowSet, RowSet]],
-            own: dict[str, tuple[RowSet, RowSet]], cand: dict[str, list[RowSet]],
-            counters: bool) -> None:
-    """The deletions of the arriving change at an insertion boundary of ``s``: the
-    closure ``X`` over applied instances (over ``S₀``), counters decremented once per
-    instance, ``X`` retracted, then rederivation and cancellation of pending additions."""
+def _delete(u: Any, s: Any, s0: dict[str, Any], lower: dict[str, RowSet],
+            own: dict[str, RowSet], cand: dict[str, list[RowSet]],
+            counters: bool) -> dict[str, RowSet]:
+    """Deletions reaching stratum ``s``: ``lower`` (facts of earlier strata removed by this
+    step, already retracted from the state; ``s0`` has the views from before it) and
+    ``own`` (explicit facts of ``s`` deleted).  The closure ``X`` over applied instances
+    (over ``S₀``), counters decremented once per instance, ``X`` retracted, then
+    rederivation and cancellation of pending additions.  Returns ``X`` of ``s``."""
     from .affected import rederivable
 
     st = u.state
-    seeds: dict[str, RowSet] = {}
+    seeds: dict[str, RowSet] = {n: d for n, d in lower.items() if len(d)}
     check: dict[str, list[RowSet]] = {r: [] for r in s.relations}
-    for name, (_, rd) in lower.items():
-        if len(rd):
-            seeds[name] = rd
-    for name, (_, rd) in own.items():
+    for name, rd in own.items():
         if not len(rd):
             continue
         _bump(u, name, rd, u.ones(rd), False, -1)  # the explicit derivation is gone
@@ -242,8 +275,7 @@ def _delete(u: Any, s: Any, lower: dict[str, tuple[RowSet, RowSet]],
         if len(inside):
             seeds[name] = inside
     if not any(check.values()) and not seeds:
-        return
-    s0 = {n: st.new(n) for n in {*seeds, *s.relations, *s.reads} if n in st.rel}
+        return {}
     X: dict[str, RunSet] = {}
     delta = seeds
     while delta:  # Π⟦S₀ \ X, S₀ : Δ⟧ round by round (remedy (c): only facts of S₀)
@@ -267,15 +299,17 @@ def _delete(u: Any, s: Any, lower: dict[str, tuple[RowSet, RowSet]],
         for r, parts in heads.items():
             rows = union_rows(u.be, u.arity[r], parts)
             check[r].append(rows)
-            nxt = rows.select(_in_new(st, r, rows))  # in S₀ (the state is still S₀)
+            nxt = rows.select(_in_new(st, r, rows))  # in S₀ (s's state is still S₀)
             if r in X and len(nxt):
                 nxt = nxt.select(~X[r].has(nxt))
             if len(nxt):
                 delta[r] = nxt
-    for n, x in X.items():
-        _retract(st, n, x.compact())
-        if n in s.relations:
-            u.stats.overdeleted += len(x)
+    out: dict[str, RowSet] = {}
+    for r in s.relations:
+        if r in X:
+            out[r] = X[r].compact()
+            _retract(st, r, out[r])
+            u.stats.overdeleted += len(out[r])
     for r in s.relations:  # rederivation (remedy (b)) and cancellation (rule 2)
         touched = union_rows(u.be, u.arity[r], check[r])
         if not len(touched):
@@ -292,32 +326,53 @@ def _delete(u: Any, s: Any, lower: dict[str, tuple[RowSet, RowSet]],
         kept = _minus(pending, touched)
         back = touched.select(hit)
         cand[r] = [x for x in (kept, back) if len(x)]
+    return out
 
 
-def _insert(u: Any, s: Any, lower: dict[str, tuple[RowSet, RowSet]],
-            own: dict[str, tuple[RowSet, RowSet]], cand: dict[str, list[RowSet]],
-            counters: bool) -> None:
-    """The insertions of the arriving change at an insertion boundary of ``s``: explicit
-    facts of ``s`` join ``cand`` (c_nr + 1); new facts of explicit-only relations join
-    the state and their consequences in ``s`` join ``cand``, each instance counted once."""
-    st = u.state
-    for name, (ri, _) in own.items():
+def _insert(u: Any, s: Any, lower: dict[str, RowSet], own: dict[str, RowSet],
+            cand: dict[str, list[RowSet]], counters: bool) -> None:
+    """Insertions reaching stratum ``s``: explicit facts of ``s`` join ``cand`` (c_nr + 1);
+    ``lower`` (facts of earlier strata added by this step, already in the state) add
+    their consequences in ``s`` to ``cand``, each instance counted once."""
+    for name, ri in own.items():
         if len(ri):
             cand[name].append(ri)
             if counters:
                 _bump(u, name, ri, u.ones(ri), False, +1)
-    P: dict[str, RunSet] = {}
-    for name, (ri, _) in lower.items():
-        if len(ri):
-            st.add(name, ri)
-            P[name] = RunSet.of(ri)
+    P = {n: RunSet.of(a) for n, a in lower.items() if len(a)}
     if not P:
         return
     for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
-        for r, (rows, cnt) in u.derive(rules, st.new, st.new, P).items():
+        for r, (rows, cnt) in u.derive(rules, u.state.new, u.state.new, P).items():
             cand[r].append(rows)
             if counters:
                 _bump(u, r, rows, cnt, rec, +1)
+
+
+def _fixpoint(u: Any, s: Any, cand: dict[str, list[RowSet]], counters: bool
+              ) -> dict[str, RowSet]:
+    """The seminaive insertion of a finished stratum ``s`` from ``cand`` (as
+    ``Update.insert``'s loop, lines 45-50 of paper 000 Algorithm 2); returns the facts
+    it added."""
+    st = u.state
+    added: dict[str, list[RowSet]] = {r: [] for r in s.relations}
+    while True:
+        delta = {r: d for r in s.relations
+                 if len(d := st.not_in_new(r, u.union(r, cand[r])))}
+        if not delta:
+            break
+        for r, d in delta.items():
+            st.add(r, d)
+            added[r].append(d)
+        u.stats.added += sum(len(d) for d in delta.values())
+        cand = {r: [] for r in s.relations}
+        heads = u.derive(s.recursive_rules, st.new, st.new,
+                         {r: RunSet.of(d) for r, d in delta.items()})
+        for r, (rows, cnt) in heads.items():
+            cand[r].append(rows)
+            if counters:
+                _bump(u, r, rows, cnt, True, +1)
+    return {r: union_rows(u.be, u.arity[r], a) for r, a in added.items() if a}
 
 
 __all__ = ["interleave"]

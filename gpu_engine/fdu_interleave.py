@@ -50,11 +50,15 @@ the state has its head in the state or in ``cand`` and is counted once.  Hence w
 insertion ends the state equals mat(E_n), the same as strictly consecutive application.
 
 Where the change touches relations whose strata are not started yet, it is composed into
-their E⁺/E⁻ (the running update has not read them).  Refused (nothing changes; the queue
-then restarts or waits): a relation of a finished stratum that has rules, an aggregate or
-module stratum, a finished stratum (other than the relation's own) that reads a changed
-relation, negation or subsumption in ``s`` over a changed relation, a boundary other than
-"start" and "insert".
+their E⁺/E⁻ (the running update has not read them).  Strata that have begun take it in
+order: an explicit-only stratum changes its facts; a finished stratum with rules whose
+explicit facts or inputs changed gets the step above (closure over its applied instances,
+rederivation, insertions) followed by its own seminaive fixpoint, and its net change
+(retracted and not re-added, added and not present before) is the input change of the
+strata after it, up to ``s``.  Refused (nothing changes; the queue then restarts or
+waits): an aggregate, TC/STC module or subsumption stratum among the begun strata the
+change reaches, a negation of a changed relation there, a boundary other than "start"
+and "insert".
 
 Termination: one interleaving step is a closure over the finite ``S₀`` plus one backward
 step; the queue accepts at most ``max_interleaved`` steps and ``round_budget`` rounds per

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
@@ -88,6 +88,12 @@ fuzz-inputs: $(STAMP)
 fuzz-fdu: $(STAMP)
 	$(PY) -m benchmarks.campaigns.fdu --n $(or $(N),1000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_fdu.jsonl
+
+## fuzz-fdu-interleave: N schedules (default 1000) of the interleaved mode (paper 004
+##   Algorithm 1; deletions join a running update) against sequential application
+fuzz-fdu-interleave: $(STAMP)
+	FDU_POLICIES=interleave $(PY) -m benchmarks.campaigns.fdu --n $(or $(N),1000) \
+	  --seed $(or $(SEED),0) --out benchmarks/results/fuzz_fdu.jsonl
 
 ## faults: N injected faults (default 210: SIGKILL, ENOSPC on a tmpfs, EIO, read-only
 ##   folders, concurrent writers) during run --store / update / export; as root for tmpfs

@@ -39,7 +39,10 @@ import numpy as np
 import pyarrow as pa
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MODES = ("sequential", "wait", "inject", "restart")
+MODES = ("sequential", "wait", "inject", "restart",
+         "interleave+interleave_seconds=service+interleave_fallback=wait")
+# a mode is a queue policy, optionally with options: "wait+max_batches=4",
+# "interleave+interleave_seconds=service" ("service": the measured mean service time)
 
 
 def load_case(name: str, dag: tuple[int, int] = (10_000, 100_000)
@@ -141,10 +144,8 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 r.add_facts(edb, data.take(pa.array(np.sort(_final(base, stream)))))
                 r.materialise()
             gap = service / args.speedup
-            finish, delays = 0.0, []
-            for i, s in enumerate(times):  # arrivals every ``gap``, served one by one
-                finish = max(finish, i * gap) + s
-                delays.append(finish - i * gap)
+            delays = _served_one_by_one(times, gap)
+            unloaded = _served_one_by_one(times, 2 * service)  # arrivals at half the rate
             want = _sizes(r)
             line = {**common, "mode": mode, "seconds": round(sum(times), 3),
                     "throughput_batches_per_s": round(len(times) / sum(times), 2),
@@ -153,12 +154,18 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                     "service_max_s": round(float(max(times)), 4),
                     "delay_p50_s": round(float(np.percentile(delays, 50)), 4),
                     "delay_p99_s": round(float(np.percentile(delays, 99)), 4),
+                    # the same service times with arrivals at half the service rate (no
+                    # overload): a lower bound for any scheduler's p99 on this stream
+                    "unloaded_delay_p99_s": round(float(np.percentile(unloaded, 99)), 4),
+                    "service_p99_over_mean": round(float(np.percentile(times, 99)) / service,
+                                                   2),
                     "updates_run": len(times), "matches_sequential": True,
                     "sequential_measured_batches": args.sequential_sample or len(times)}
         else:
             if service is None:
                 raise SystemExit("run the sequential mode first (it sets the arrival rate)")
-            q = r.update_queue(policy=mode)
+            policy, options = _mode_options(mode, service)
+            q = r.update_queue(policy=policy, **options)
             gap = service / args.speedup
             handles: list[Any] = []
             start = time.perf_counter()
@@ -169,6 +176,12 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 h.wait()
             end = max(h.visible_at for h in handles)
             delays = [h.delay for h in handles]
+            # where the delay goes: the update that applied a batch (its own service,
+            # shared with the batches composed into it) and the rest (waiting behind the
+            # update in progress, and attempts aborted)
+            own = [min(h.stats.seconds, h.delay) for h in handles]
+            waiting = [d - o for d, o in zip(delays, own)]
+            worst = np.argsort(delays)[-max(1, len(delays) // 100):]  # the slowest 1 %
             hist = q.history
             q.close()
             got = _sizes(r)
@@ -177,18 +190,28 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                     "arrival_interval_s": round(gap, 4),
                     "delay_p50_s": round(float(np.percentile(delays, 50)), 4),
                     "delay_p99_s": round(float(np.percentile(delays, 99)), 4),
+                    "own_update_mean_s": round(float(np.mean(own)), 4),
+                    "waiting_mean_s": round(float(np.mean(waiting)), 4),
+                    "slowest_1pct_own_s": round(float(np.mean([own[i] for i in worst])), 4),
+                    "slowest_1pct_waiting_s": round(float(np.mean([waiting[i] for i in worst])),
+                                                    4),
                     "updates_run": len(hist),
                     "composed": sum(s.composed for s in hist),
                     "injected": sum(s.injected for s in hist),
                     "aborted": sum(s.aborted for s in hist),
                     "rounds": sum(s.rounds for s in hist),
                     "update_s_p50": round(float(np.percentile([s.seconds for s in hist], 50)), 4),
+                    "update_s_p90": round(float(np.percentile([s.seconds for s in hist], 90)),
+                                          4),
                     "update_s_max": round(float(max(s.seconds for s in hist)), 4),
+                    "composed_max": max(s.composed for s in hist),
+                    "interleaved": sum(s.interleaved for s in hist),
                     "matches_sequential": got == want}
             seq = next(x for x in lines if x["mode"] == "sequential")
             line["throughput_vs_sequential"] = round(
                 line["throughput_batches_per_s"] / seq["throughput_batches_per_s"], 2)
             line["p99_over_service"] = round(line["delay_p99_s"] / seq["service_s"], 2)
+            line["p99_over_service_p99"] = round(line["delay_p99_s"] / seq["service_p99_s"], 2)
         lines.append(line)
         _emit(line, args.out)
     # a queue that cancels itself runs no round
@@ -204,6 +227,27 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     lines.append(line)
     _emit(line, args.out)
     return lines
+
+
+def _served_one_by_one(times: list[float], gap: float) -> list[float]:
+    """Arrival-to-visible delays of strictly sequential service, arrivals every ``gap``."""
+    finish, delays = 0.0, []
+    for i, s in enumerate(times):
+        finish = max(finish, i * gap) + s
+        delays.append(finish - i * gap)
+    return delays
+
+
+def _mode_options(mode: str, service: float) -> tuple[str, dict[str, Any]]:
+    """``policy+key=value+...`` → (policy, options); ``service`` stands for the measured
+    mean service time of one batch."""
+    policy, *opts = mode.split("+")
+    options: dict[str, Any] = {}
+    for o in opts:
+        k, v = o.split("=")
+        options[k] = (service if v == "service" else v if v.isalpha()
+                      else float(v) if "." in v else int(v))
+    return policy, options
 
 
 def _feed(r: Any, edb: str, batches: list[tuple[pa.Table, pa.Table]], start: float,

@@ -79,6 +79,7 @@ from gpu_engine.kernels.sets import argsort_keys
 
 from .affected import backward, rederivable
 from .expr import const_value, term_vars
+from .fdu import at_boundary
 from .forward_algorithms import Update
 from .ir import Atom, Var
 from .rowset import RowSet
@@ -102,6 +103,7 @@ def bf(u: Update, with_counters: bool, observe: Any = None) -> None:
             continue
         if u.idle(s):
             continue
+        at_boundary(u, "start", s, 0)
         st = _Stratum(u, s, with_counters)
         st.delete_unproved()  # line 54
         if observe is not None:

@@ -49,12 +49,16 @@ class RoundPoint:
     ``phase``: ``"start"`` (a stratum is about to be maintained), ``"overdelete"`` or
     ``"insert"``; ``stratum``: its index; ``round``: rounds of this phase so far;
     ``inject``: where additions may join the running insertion phase, a function taking
-    encoded additions and returning whether it took them (all or none)."""
+    encoded additions and returning whether it took them (all or none); ``interleave``
+    (the interleaved mode, :mod:`gpu_engine.fdu_interleave`): a function taking a
+    composed change (insertions, deletions) newer than the running update, returning
+    whether it joined it (all or nothing)."""
 
     phase: str
     stratum: int
     round: int
     inject: Callable[[Encoded], bool] | None = None
+    interleave: Callable[[Encoded, Encoded], bool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -151,11 +155,16 @@ def at_boundary(u: Any, phase: str, s: Any, rnd: int,
     hook = getattr(u, "boundary", None)
     if hook is None:
         return
-    inject = None
+    inject = interleave = None
     if cand is not None and u.new_explicit is not None:
         def inject(enc: Encoded) -> bool:
             return _inject(u, s, enc, cand, counters)
-    hook(RoundPoint(phase, s.index, rnd, inject))
+    if phase in ("start", "insert") and u.new_explicit is not None:
+        def interleave(ins: Encoded, dele: Encoded) -> bool:
+            from .fdu_interleave import interleave as run
+
+            return run(u, s, phase, ins, dele, cand, counters)
+    hook(RoundPoint(phase, s.index, rnd, inject, interleave))
 
 
 def _inject(u: Any, s: Any, enc: Encoded, cand: dict[str, list[Any]], counters: bool) -> bool:

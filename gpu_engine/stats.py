@@ -92,12 +92,14 @@ class UpdateStats:
     fallback: str = ""  # ... and why the update was redone on the CPU ("" if it was not)
     # fully dynamic updates (fdu.py, host/update_queue.py): rounds run (overdeletion and
     # insertion), updates composed into this one, injected into it mid-way, attempts
-    # aborted (and so restarted with the composed change)
+    # aborted (and so restarted with the composed change), interleaving steps
+    # (fdu_interleave.py: pending updates, deletions included, joined at a boundary)
     rounds: int = 0
     composed: int = 1
     injected: int = 0
     aborted: int = 0
     restarted: int = 0
+    interleaved: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)

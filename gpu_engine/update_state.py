@@ -214,6 +214,9 @@ class UpdateState:
                 nr = xp.zeros(len(fresh), dtype=INDEX)
                 r = xp.zeros(len(fresh), dtype=INDEX)
                 for rows, cnt, recursive in s.new_log:
+                    live = fresh.has(rows)  # (a fact retracted by an interleaved update)
+                    if not bool(live.all()):
+                        rows, cnt = rows.select(live), cnt[live]
                     at = (fresh.positions(rows.cols) if rows.arity
                           else xp.zeros(len(rows), dtype=INDEX))
                     (r if recursive else nr)[at] += cnt

@@ -713,7 +713,8 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
     t.add_column("")
     t.add_column("", justify="right")
     for key in ("deleted", "inserted", "overdeleted", "rederived", "added", "facts",
-                "derivations", "rounds", "composed", "injected", "aborted", "restarted"):
+                "derivations", "rounds", "composed", "injected", "aborted", "restarted",
+                "interleaved"):
         t.add_row(key, f"{getattr(stats, key):,}")
     if stats.modules:
         t.add_row("modules", ", ".join(stats.modules))

@@ -327,15 +327,19 @@ class Reasoner:
         return self._queue.submit(ins, dele, batch_id)
 
     def update_queue(self, *, policy: str = "inject", algorithm: str | None = None,
-                     background: bool = True, max_restarts: int = 2) -> UpdateQueue:
+                     background: bool = True, max_restarts: int = 2,
+                     **options: Any) -> UpdateQueue:
         """(Re)configure the queue :meth:`submit` uses (what was pending is applied
-        first): ``policy`` ``wait``, ``inject`` or ``restart``."""
+        first): ``policy`` ``wait``, ``inject``, ``restart`` or ``interleave`` (paper 004's
+        interleaved mode; ``options``: ``max_interleaved``, ``round_budget``,
+        ``max_batches``; see ``host/update_queue.py``)."""
         from .update_queue import reasoner_queue
 
         if getattr(self, "_queue", None) is not None:
             self._queue.close()
         self._queue = reasoner_queue(self, policy=policy, algorithm=algorithm,
-                                     background=background, max_restarts=max_restarts)
+                                     background=background, max_restarts=max_restarts,
+                                     **options)
         return self._queue
 
     def counters(self, name: str) -> pa.Table:

@@ -14,6 +14,21 @@ by the queue's ``policy``:
   update (``fdu.Restart``: the engine state is restored, nothing is left behind), which is
   rerun as the composition of the aborted change and everything pending.  At most
   ``max_restarts`` aborts per update, then the rest waits (so every update finishes).
+* ``"interleave"`` (paper 004's interleaved mode, :mod:`gpu_engine.fdu_interleave`):
+  at a "start" or insertion boundary everything pending, deletions included, is composed
+  and joins the running update (``RoundPoint.interleave``) without waiting.  When the
+  engine refuses (a finished stratum would have to be redone) the update is aborted and
+  restarted with the composition (at most ``max_restarts`` times, then the rest waits;
+  ``interleave_fallback="wait"``: it waits at once).
+  Round budget: at most ``max_interleaved`` steps and ``round_budget`` boundaries per
+  update (and, when ``interleave_seconds`` is set, only while the update has run less
+  than that: visibility comes at the commit, so a long-absorbing update delays every
+  change in it); past them arrivals wait, so the running update ends (termination
+  argument in the module docstring of ``fdu_interleave``).  Supported by the algorithms with round
+  boundaries (``INTERLEAVE_ALGORITHMS``); the rematerialising ones are refused.
+
+``max_batches`` (0: no bound) caps how many pending updates one composed update takes
+(bounded composition: the rest forms the next update).
 
 Every handle of a composed (or injected) update resolves together, when its change is
 visible (``UpdateHandle.visible_at``); they share one :class:`UpdateStats` whose
@@ -36,7 +51,8 @@ from typing import Any
 from gpu_engine.fdu import Change, Encoded, Restart, RoundPoint, compose, is_insertion_only
 from gpu_engine.stats import UpdateStats
 
-POLICIES = ("wait", "inject", "restart")
+POLICIES = ("wait", "inject", "restart", "interleave")
+INTERLEAVE_ALGORITHMS = ("dred", "counting", "dredc", "bf", "bfc")
 
 Apply = Callable[[Encoded, Encoded, Callable[[RoundPoint], None]], UpdateStats]
 
@@ -82,14 +98,26 @@ class UpdateQueue:
     def __init__(self, apply: Apply, arity: Mapping[str, int], *, policy: str = "inject",
                  max_restarts: int = 2, background: bool = True,
                  on_boundary: Callable[[RoundPoint], None] | None = None,
-                 on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None
-                 ) -> None:
+                 on_commit: Callable[[list[UpdateHandle], UpdateStats], None] | None = None,
+                 max_interleaved: int = 16, round_budget: int = 256, max_batches: int = 0,
+                 interleave_seconds: float | None = None,
+                 interleave_fallback: str = "restart") -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.apply = apply
         self.arity = dict(arity)
         self.policy = policy
         self.max_restarts = max_restarts
+        self.max_interleaved = max_interleaved
+        self.round_budget = round_budget
+        self.max_batches = max_batches
+        self.interleave_seconds = interleave_seconds
+        if interleave_fallback not in ("restart", "wait"):
+            raise ValueError("interleave_fallback must be 'restart' or 'wait'")
+        self.interleave_fallback = interleave_fallback
+        self._started = 0.0
+        self._interleaved = 0
+        self._boundaries = 0
         self.background = background
         self.on_boundary = on_boundary  # called first at every boundary (tests: arrivals)
         self.on_commit = on_commit
@@ -151,7 +179,7 @@ class UpdateQueue:
             with self._lock:
                 if not self.pending:
                     return out
-                batch, self.pending = self.pending, []
+                batch = self._take()
                 self._running = batch
             out.append(self._run(batch))
 
@@ -168,20 +196,31 @@ class UpdateQueue:
                     self._lock.wait()
                 if not self.pending:
                     return
-                batch, self.pending = self.pending, []
+                batch = self._take()
                 self._running = batch
             self._run(batch)
+
+    def _take(self) -> list[UpdateHandle]:
+        """The pending updates the next composed update takes (all, or ``max_batches``)."""
+        k = len(self.pending) if self.max_batches <= 0 else self.max_batches
+        batch, self.pending = self.pending[:k], self.pending[k:]
+        return batch
 
     def _run(self, batch: list[UpdateHandle]) -> UpdateStats:
         """Apply ``batch`` (composed), restarting on ``Restart``; resolve its handles."""
         aborted = 0
         self._restarts = 0
+        interleaved = 0
         while True:
             n_before = len(batch)
+            self._interleaved = 0
+            self._boundaries = 0
+            self._started = time.perf_counter()
             ins, dele = compose([h.change for h in batch], self.arity)
             try:
                 stats = self.apply(ins, dele, self._hook)
             except Restart:
+                interleaved += self._interleaved
                 aborted += 1
                 self._restarts += 1
                 with self._lock:  # the aborted change and everything pending, in order
@@ -209,6 +248,7 @@ class UpdateQueue:
         stats.injected = len(handles) - n_before
         stats.aborted = aborted
         stats.restarted = aborted
+        stats.interleaved = interleaved + self._interleaved
         if self.on_commit is not None:
             self.on_commit(handles, stats)
         now = time.perf_counter()
@@ -225,10 +265,14 @@ class UpdateQueue:
         """A round boundary of the running update: arrivals (tests), then the policy."""
         if self.on_boundary is not None:
             self.on_boundary(point)
+        self._boundaries += 1
         if self.policy == "wait":
             return
         with self._lock:
             if not self.pending or self._running is None:
+                return
+            if self.policy == "interleave":
+                self._interleave(point)
                 return
             refused = False
             if point.inject is not None:
@@ -249,20 +293,57 @@ class UpdateQueue:
                 raise Restart()
 
 
-__all__ = ["POLICIES", "UpdateHandle", "UpdateQueue"]
+    def _interleave(self, point: RoundPoint) -> None:
+        """The ``interleave`` policy at a boundary (the queue's lock is held)."""
+        assert self._running is not None
+        if (point.interleave is None or self._interleaved >= self.max_interleaved
+                or self._boundaries > self.round_budget
+                or (self.interleave_seconds is not None
+                    and time.perf_counter() - self._started > self.interleave_seconds)):
+            return  # an overdeletion round, or the budget is spent: arrivals wait
+        k = len(self.pending)
+        if self.max_batches > 0:
+            k = max(0, min(k, self.max_batches - len(self._running)))
+        if not k:
+            return
+        ins, dele = compose([h.change for h in self.pending[:k]], self.arity)
+        if point.interleave(ins, dele):
+            self._running.extend(self.pending[:k])
+            del self.pending[:k]
+            self._interleaved += 1
+        elif self.interleave_fallback == "restart" and self._restarts < self.max_restarts:
+            raise Restart()
+
+
+__all__ = ["INTERLEAVE_ALGORITHMS", "POLICIES", "UpdateHandle", "UpdateQueue"]
 
 
 def reasoner_queue(reasoner: Any, *, policy: str = "inject", algorithm: str | None = None,
-                   background: bool = True, max_restarts: int = 2) -> UpdateQueue:
-    """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``."""
-    from gpu_engine.maintenance import apply_update
+                   background: bool = True, max_restarts: int = 2,
+                   **options: Any) -> UpdateQueue:
+    """A queue applying composed updates to ``reasoner``'s engine with ``algorithm``
+    (``options``: ``max_interleaved``, ``round_budget``, ``max_batches``,
+    ``interleave_seconds``, ``interleave_fallback``)."""
+    from gpu_engine.maintenance import apply_update, default_algorithm
+
+    if policy == "interleave":
+        alg = algorithm if algorithm not in (None, "auto") else default_algorithm(
+            reasoner.engine)
+        if getattr(reasoner.engine, "order_dependent", None):
+            alg = "remat"
+        if getattr(reasoner.engine, "equality", None) is not None:
+            raise ValueError("the interleave policy does not support programs with an "
+                             "equality relation (their updates are DRed≈/Remat≈)")
+        if alg not in INTERLEAVE_ALGORITHMS:
+            raise ValueError(f"the interleave policy needs round boundaries: {alg} has "
+                             f"none; use one of {', '.join(INTERLEAVE_ALGORITHMS)}")
 
     def apply(ins: Encoded, dele: Encoded, hook: Callable[[RoundPoint], None]) -> UpdateStats:
         return apply_update(reasoner.engine, ins, dele, algorithm, hook)
 
     arity = {n: r.arity for n, r in reasoner.program.relations.items()}
     return UpdateQueue(apply, arity, policy=policy, background=background,
-                       max_restarts=max_restarts)
+                       max_restarts=max_restarts, **options)
 
 
 __all__ += ["reasoner_queue"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from generators import Program, Update, engine_facts, programs, render_program, updates
 from gpu_engine.host.reasoner import Reasoner
-from gpu_engine.host.update_queue import POLICIES, reasoner_queue
+from gpu_engine.host.update_queue import INTERLEAVE_ALGORITHMS, POLICIES, reasoner_queue
 from hypothesis import strategies as st
 from test_update import counters_of, engine_update, explicit_of, non_recursive, relations_of
 
@@ -59,6 +59,10 @@ class Outcome:
     def aborted(self) -> int:
         return sum(s.aborted for s in self.stats)
 
+    @property
+    def interleaved(self) -> int:
+        return sum(s.interleaved for s in self.stats)
+
 
 def _reasoner(program: Program, modules: str) -> Reasoner:
     r = Reasoner(render_program(program), device="cpu", counting=True, modules=modules)
@@ -69,11 +73,14 @@ def _reasoner(program: Program, modules: str) -> Reasoner:
 
 
 @st.composite
-def cases(draw: Any, max_updates: int = 10, gap_max: int = 8) -> Case:
+def cases(draw: Any, max_updates: int = 10, gap_max: int = 8,
+          policies: tuple[str, ...] = POLICIES) -> Case:
     """A program, 3-``max_updates`` updates and a schedule (updates drawn against the
     explicit facts as they evolve, so they delete present facts and re-insert deleted ones)."""
     program = draw(programs(max_relations=4, max_rules=5, max_facts=12))
-    algorithm = draw(st.sampled_from(ALGORITHMS))
+    policy = draw(st.sampled_from(policies))
+    algorithm = draw(st.sampled_from(INTERLEAVE_ALGORITHMS if policy == "interleave"
+                                     else ALGORITHMS))
     if algorithm == "counting":
         program = non_recursive(program)
     explicit = {rel.name: set() for rel in program.relations}
@@ -88,8 +95,7 @@ def cases(draw: Any, max_updates: int = 10, gap_max: int = 8) -> Case:
         for name, rows in u.insert.items():
             explicit[name] |= set(rows)
     gaps = [0] + [draw(st.sampled_from([0, 1, 2, 3, 4, 6, NEVER])) for _ in ups[1:]]
-    return Case(program, ups, algorithm, draw(st.sampled_from(["auto", "off"])),
-                draw(st.sampled_from(POLICIES)), gaps)
+    return Case(program, ups, algorithm, draw(st.sampled_from(["auto", "off"])), policy, gaps)
 
 
 def sequential(case: Case) -> Reasoner | None:

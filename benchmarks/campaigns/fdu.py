@@ -5,11 +5,14 @@ algorithm of the eight, modules on or off, a queue policy and an arrival schedul
 checks that the queued run equals strictly sequential application and a fresh
 materialisation (relations, explicit facts, counters).  A case that does not finish in
 ``CASE_SECONDS`` counts as non-terminating.  One JSON line: cases, boundaries seen,
-updates composed / injected, attempts aborted, failures with reproducers.
+updates composed / injected, attempts aborted, interleaving steps, failures with
+reproducers.  ``FDU_POLICIES`` (a comma list, e.g. ``interleave``) restricts the queue
+policies drawn (``make fuzz-fdu-interleave``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Any
@@ -21,16 +24,19 @@ CASE_SECONDS = 120.0
 
 def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
     """Run ``n`` schedules from ``seed``; returns (and appends to ``out``) the JSON line."""
-    from fdu_harness import cases, check
+    from fdu_harness import POLICIES, cases, check
 
-    c = Campaign("fuzz-fdu", seed, n)
+    policies = tuple(p for p in os.environ.get("FDU_POLICIES", "").split(",") if p) or POLICIES
+    c = Campaign("fuzz-fdu" if policies == POLICIES else f"fuzz-fdu[{','.join(policies)}]",
+                 seed, n)
     for s in range(seed, seed + n):
         try:
-            case = draw(cases(), s)
+            case = draw(cases(policies=policies), s)
         except DrawRejected:
             c.count("rejected_draws")
             continue
-        repro = f"python -m benchmarks.campaigns.fdu --seed {s} --n 1\n{case.describe()}"
+        env = "" if policies == POLICIES else f"FDU_POLICIES={','.join(policies)} "
+        repro = f"{env}python -m benchmarks.campaigns.fdu --seed {s} --n 1\n{case.describe()}"
         try:
             with time_limit(CASE_SECONDS):
                 outcome = check(case)
@@ -51,6 +57,7 @@ def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
         c.count("composed", outcome.composed)
         c.count("injected", outcome.injected)
         c.count("aborted", outcome.aborted)
+        c.count("interleaved", outcome.interleaved)
         if outcome.problems:
             c.fail("wrong", s, "\n".join(outcome.problems), repro)
     return c.write(out)

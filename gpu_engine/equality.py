@@ -351,7 +351,7 @@ class EqualityEngine(Engine):
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
         if s.index == self.eq_stratum:
             return self._evaluate_equality_stratum(s)
-        if s.index > self.eq_stratum:
+        if s.index > self.eq_stratum and not self._no_classes():  # identity: as written
             self._normalise_stratum(s)
         return super()._evaluate_stratum(s)
 

@@ -37,8 +37,11 @@ reads a node over ``I ∖ Δ`` and over ``I``; the next round's ``I ∖ Δ`` is 
 The bags live in the engine state (``EngineState.hd_bags``, rebuilt on first use after a
 store is reopened, cleared when a decomposition is chosen again): a tag is a version, so
 a stale entry (a failed update's, another engine's) is never wrong, only unused.
-``GPU_ENGINE_HD_KEEP=0`` turns keeping off (every bag recomputed per evaluation,
-restricted by the semi-join from the Δ node), for comparison.
+Measured (docs/ARCHITECTURE.md), keeping pays in updates and not while materialising
+(every round's difference is merged into bags that the next round reads once), so by
+default bags are kept in incremental updates only (:func:`keeping`;
+``GPU_ENGINE_HD_KEEP=1`` always, ``0`` never: every bag recomputed per evaluation,
+restricted by the semi-join from the Δ node).
 """
 
 from __future__ import annotations
@@ -61,9 +64,12 @@ ENTRIES = 2  # versions kept per node
 DIFF_SHARE = 0.5  # recompute when the difference holds more rows than this share
 
 
-def keeping() -> bool:
-    """Whether bags are kept (``GPU_ENGINE_HD_KEEP``, default on)."""
-    return os.environ.get("GPU_ENGINE_HD_KEEP", "1") != "0"
+def keeping(materialised: bool) -> bool:
+    """Whether bags are kept and read: ``GPU_ENGINE_HD_KEEP`` ``update`` (the default: in
+    incremental updates of a materialisation, not while materialising), ``1`` (always) or
+    ``0`` (never: every bag recomputed per evaluation)."""
+    how = os.environ.get("GPU_ENGINE_HD_KEEP", "update")
+    return how == "1" or (how != "0" and materialised)
 
 
 @dataclass

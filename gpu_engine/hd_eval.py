@@ -56,7 +56,6 @@ from gpu_engine.kernels.backend import INDEX
 
 from .decomposition import Decomposition, positive_atoms
 from .expr import term_vars
-from .hd_bags import keeping
 from .ir import Atom, Negation, Rule, Var
 from .rowset import RowSet
 from .runs import RunSet
@@ -67,8 +66,12 @@ from .runs import RunSet
 SMALL_DELTA = 128
 
 # the parent's keys are joined first when they are this many times fewer than the rows of
-# the node's smallest atom (a small Δ), else tested once the node's join binds them
+# the node's largest atom (SJ_BASIS; a small Δ), else tested once the node's join binds them
+# (or filter its kept bag): Exp, 1,000 leaf values deleted, node {right(n,r), val(r,s,v2)}
+# reached by 1,000 keys (n, s): the smallest atom (right, 9,300 rows) sent them to the
+# node's whole join (2.8·10⁶ rows) each round
 SJ_JOIN_FACTOR = 64
+SJ_BASIS = max
 
 if TYPE_CHECKING:
     from .rule_eval import RuleEvaluator, RuleOutput
@@ -245,7 +248,7 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
             names = list(shared)
             rs = RunSet.of(sj)
             atom = Atom("#sj", tuple(Var(v) for v in names))
-            if len(rs) * SJ_JOIN_FACTOR <= min(len(x) for x in srcs):
+            if len(rs) * SJ_JOIN_FACTOR <= SJ_BASIS(len(x) for x in srcs):
                 # few keys: scan them first and probe the node's atoms (top-down)
                 body.insert(0, atom)
                 srcs = [rs, *srcs]
@@ -313,7 +316,7 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
     # steps 1-2: bags, top-down from the Δ node with the semi-joins pushed in
     bags: list[Table | None] = [None] * k
     kept = getattr(ev, "hd_bags", None)
-    kept = kept() if kept is not None and keeping() else None
+    kept = kept() if kept is not None else None
     for p in order:
         sj = None
         if parent[p] >= 0:
@@ -324,7 +327,7 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
         if kept is not None and (
                 (sj is None and delta is None)
                 or (isinstance(sj, RowSet) and len(sj) * SJ_JOIN_FACTOR
-                    > min(len(sources[i]) for i in plan.node_atoms[p]))):
+                    > SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p]))):
             # the node's kept bag (gpu_engine.hd_bags), the parent's keys as a semi-join
             bag = kept.bag(ev, plan, p, sources, negated)
             if sj is not None:

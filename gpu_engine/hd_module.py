@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .decomposition import Decomposition, decompose
-from .hd_bags import NodeBags
+from .hd_bags import NodeBags, keeping
 from .hd_eval import HDPlan
 from .ir import Rule
 
@@ -44,7 +44,11 @@ class HDModule:
                 self.index[id(r)] = next(i for i, x in enumerate(engine.rules) if x is r)
         self._plans: dict[int, tuple[Any, HDPlan]] = {}
         self._stats: dict[tuple[str, int], tuple[int, int]] = {}
-        engine.evaluator.hd_bags = self.bags
+        engine.evaluator.hd_bags = self.active_bags
+
+    def active_bags(self) -> NodeBags | None:
+        """The kept bags where they are read now (:func:`gpu_engine.hd_bags.keeping`)."""
+        return self.bags() if keeping(bool(self.engine._state.materialised)) else None
 
     def bags(self) -> NodeBags:
         """The kept bags of the engine's current state (gpu_engine.hd_bags)."""

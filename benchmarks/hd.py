@@ -1,7 +1,8 @@
 """Hypertree decompositions (paper 003 §5): standard, decomposed and combined side by side.
 
-    python -m benchmarks.hd [--only pc|lubm] [--pc 300,1000] [--lubm 10] [--modes off,auto]
-                            [--device cpu] [--timeout S] [--out FILE.jsonl]
+    python -m benchmarks.hd [--only pc|lubm|exp] [--pc 300,1000] [--lubm 10] [--exp 300x300]
+                            [--modes off,auto,auto-nokeep] [--repeat N] [--device cpu]
+                            [--timeout S] [--out FILE.jsonl]
 
 * ``pc``: the paper's running example scaled (n = k): ``PC(x,y) :- CW(x,z1), CA(x,z2),
   PC(z1,y), PC(z2,y)`` with CW(a_i, b_ik+j), CA(a_i, c_ik+j), PC(b.., d_j), PC(c.., d_j).
@@ -14,7 +15,12 @@
   apply: LUBM_L's transitive subOrganizationOf).
 
 Modes: ``off`` (standard: two relations joined at a time), ``all`` (decomposed: every rule
-with two or more atoms), ``auto`` (combined: cyclic rules only).  Each (case, mode) runs in
+with two or more atoms), ``auto`` (combined: cyclic rules only); ``-nokeep`` / ``-keep``
+after a mode: bags recomputed per evaluation / kept in materialisation too
+(``GPU_ENGINE_HD_KEEP``; by default they are kept in updates only).
+* ``exp``: paper 003's Exp reconstructed (:data:`EXP_PROGRAM`, brief §2.3 P4): expression
+  trees × assignments, three recursive nine-atom cyclic value rules; materialisation and
+  the same updates as ``lubm`` on the leaf values.  Each (case, mode) runs in
 its own child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
 table or bag any rule evaluation built.  One JSON line per measurement; the last line of a
 case holds the ratios ``off / mode`` of every operation.
@@ -98,7 +104,8 @@ def pc_facts(n: int, k: int) -> dict[str, np.ndarray]:
 
 
 def _mode(spec: dict[str, Any]) -> str:
-    """``auto-nokeep`` is ``auto`` with bags recomputed per evaluation (the env var)."""
+    """``auto-nokeep`` / ``auto-keep``: ``auto`` with bags never / always kept
+    (``GPU_ENGINE_HD_KEEP`` 0 / 1; plain ``auto``: kept in updates only)."""
     return str(spec["mode"]).split("-")[0]
 
 
@@ -283,8 +290,8 @@ def exp_job(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _child(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.hd", "--job", json.dumps(spec)]
-    env = dict(os.environ, GPU_ENGINE_HD_KEEP="0" if spec["mode"].endswith("-nokeep")
-               else "1")
+    keep = {"nokeep": "0", "keep": "1"}.get(str(spec["mode"]).partition("-")[2], "update")
+    env = dict(os.environ, GPU_ENGINE_HD_KEEP=keep)
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT,

@@ -13,15 +13,16 @@
   materialisation (with the counters updates need), 1,000 random triples deleted then
   reinserted, 25 % of the triples deleted (DRed^c, or DRed^c-MOD where paper-002 modules
   apply: LUBM_L's transitive subOrganizationOf).
+* ``exp``: paper 003's Exp reconstructed (:data:`EXP_PROGRAM`, brief §2.3 P4): expression
+  trees × assignments, three recursive nine-atom cyclic value rules; materialisation and
+  the same updates as ``lubm`` on the leaf values.
 
 Modes: ``off`` (standard: two relations joined at a time), ``all`` (decomposed: every rule
 with two or more atoms), ``auto`` (combined: cyclic rules only); ``-nokeep`` / ``-keep``
 after a mode: bags recomputed per evaluation / kept in materialisation too
 (``GPU_ENGINE_HD_KEEP``; by default they are kept in updates only).
-* ``exp``: paper 003's Exp reconstructed (:data:`EXP_PROGRAM`, brief §2.3 P4): expression
-  trees × assignments, three recursive nine-atom cyclic value rules; materialisation and
-  the same updates as ``lubm`` on the leaf values.  Each (case, mode) runs in
-its own child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
+Each (case, mode) runs in its own
+child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
 table or bag any rule evaluation built.  One JSON line per measurement; the last line of a
 case holds the ratios ``off / mode`` of every operation.
 """

@@ -329,12 +329,13 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
                 or (isinstance(sj, RowSet) and len(sj) * SJ_JOIN_FACTOR
                     > SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p]))):
             # the node's kept bag (gpu_engine.hd_bags), the parent's keys as a semi-join
-            bag = kept.bag(ev, plan, p, sources, negated)
-            if sj is not None:
-                bag = _semijoin(be, bag, Table(dict(zip(shared[p], sj.cols)), sj.cols[0]),
+            got = kept.bag(ev, plan, p, sources, negated, may_skip=True)
+            if got is not None and sj is not None:
+                got = _semijoin(be, got, Table(dict(zip(shared[p], sj.cols)), sj.cols[0]),
                                 shared[p])
         else:
-            bag = _bag(ev, plan, p, sources, negated, sj, shared[p])
+            got = None
+        bag = got if got is not None else _bag(ev, plan, p, sources, negated, sj, shared[p])
         ev.note_rows(len(bag))
         if not len(bag):
             return []

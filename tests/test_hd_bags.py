@@ -18,7 +18,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from test_hd import EXAMPLES, _naive_bag, _state, cyclic_programs
 
-from gpu_engine import Reasoner, hd_eval
+from gpu_engine import Reasoner, hd_bags, hd_eval
 from gpu_engine.hd_bags import NodeBags
 from gpu_engine.hd_eval import _bag
 from gpu_engine.ir import Atom as IAtom
@@ -28,6 +28,7 @@ from gpu_engine.ir import Negation
 @pytest.fixture(autouse=True)
 def _always_decomposed(monkeypatch):
     monkeypatch.setattr(hd_eval, "SMALL_DELTA", 0)
+    monkeypatch.setattr(hd_bags, "DIFF_SHARE", 1.0)  # tiny relations: bring forward always
     monkeypatch.setenv("GPU_ENGINE_HD_KEEP", "1")
     monkeypatch.setenv("GPU_ENGINE_DECOMPOSE", "all")
 

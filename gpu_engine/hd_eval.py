@@ -329,7 +329,9 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
                 or (isinstance(sj, RowSet) and len(sj) * SJ_JOIN_FACTOR
                     > SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p]))):
             # the node's kept bag (gpu_engine.hd_bags), the parent's keys as a semi-join
-            got = kept.bag(ev, plan, p, sources, negated, may_skip=True)
+            big = SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p])
+            got = kept.bag(ev, plan, p, sources, negated, may_skip=True,
+                           build=delta is None or len(delta) * SJ_JOIN_FACTOR <= big)
             if got is not None and sj is not None:
                 got = _semijoin(be, got, Table(dict(zip(shared[p], sj.cols)), sj.cols[0]),
                                 shared[p])

@@ -32,10 +32,10 @@ than :data:`DIFF_SHARE` of the asked versions' rows (a large update) drops the n
 bags and lets the caller evaluate the node restricted by its semi-join; a bag is built
 from scratch only for an evaluation whose Δ is small beside the node (else the rounds
 of a large update would each build it again: Exp, 25 % deletion, 48.5 s against 27.0 s
-without kept bags); a change of a negated atom's version or a version that
-is no signed sum of runs is answered by recomputing the bag (and keeping that).  At most :data:`ENTRIES` versions are kept per node (a seminaive round
-reads a node over ``I ∖ Δ`` and over ``I``; the next round's ``I ∖ Δ`` is this one's
-``I``).
+without kept bags); a change of a negated atom's version or a version that is no
+signed sum of runs is not brought forward either.  At most :data:`ENTRIES` versions are
+kept per node (a seminaive round reads a node over ``I ∖ Δ`` and over ``I``; the next
+round's ``I ∖ Δ`` is this one's ``I``).
 
 The bags live in the engine state (``EngineState.hd_bags``, rebuilt on first use after a
 store is reopened, cleared when a decomposition is chosen again): a tag is a version, so

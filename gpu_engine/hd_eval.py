@@ -37,8 +37,11 @@ carried through every projection, so the head row's weight is the number of rule
 instances (an instance is one assignment of every variable; the λ(p) partition the atoms,
 so instances and combinations of node instantiations correspond one to one).
 
-Bags are recomputed per evaluation (restricted by the semi-joins of step 2) rather than
-kept per node across rounds and updates (the paper's inst_p^I): see docs/ARCHITECTURE.md.
+A node other than the Δ node whose semi-join keys are many (a large Δ, or an evaluation
+with no Δ) reads its kept bag (:mod:`gpu_engine.hd_bags`: inst_p^I kept across rounds
+and updates, brought to the asked versions by Algorithms 3 and 5) and filters it by the
+parent's keys; with few keys its in-node join is evaluated restricted to them, which
+costs what the Δ reaches.
 """
 
 from __future__ import annotations
@@ -63,8 +66,12 @@ from .runs import RunSet
 SMALL_DELTA = 128
 
 # the parent's keys are joined first when they are this many times fewer than the rows of
-# the node's smallest atom (a small Δ), else tested once the node's join binds them
+# the node's largest atom (SJ_BASIS; a small Δ), else tested once the node's join binds them
+# (or filter its kept bag): Exp, 1,000 leaf values deleted, node {right(n,r), val(r,s,v2)}
+# reached by 1,000 keys (n, s): the smallest atom (right, 9,300 rows) sent them to the
+# node's whole join (2.8·10⁶ rows) each round
 SJ_JOIN_FACTOR = 64
+SJ_BASIS = max
 
 if TYPE_CHECKING:
     from .rule_eval import RuleEvaluator, RuleOutput
@@ -93,6 +100,7 @@ class HDPlan:
     head_vars: tuple[str, ...]
     cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
     whole: list[bool]  # χ(p) holds every variable of λ(p) (no grouping of the bag)
+    key: Any = None  # names the rule and decomposition for kept bags (gpu_engine.hd_bags)
 
     @staticmethod
     def build(rule: Rule, dec: Decomposition) -> HDPlan:
@@ -135,7 +143,7 @@ class HDPlan:
                     hv.append(v)
         whole = [set(dec.chi[p]) == lam_vars[p] for p in range(k)]
         return HDPlan(rule, dec, [list(n) for n in dec.nodes], negs, node_rules, tuple(hv),
-                      cross, whole)
+                      cross, whole, (id(rule), repr(dec.to_json())))
 
 
 def _shared(a: tuple[str, ...] | list[str], b: Any) -> list[str]:
@@ -213,10 +221,12 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
 
 
 def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: Any,
-         sj: Any = None, shared: list[str] = ()) -> Table:  # type: ignore[assignment]
+         sj: Any = None, shared: list[str] = (),  # type: ignore[assignment]
+         delta: Any = None) -> Table:
     """Π_p: the node's in-node join over the given versions, grouped onto χ(p) with
     counts; ``sj`` (the distinct rows over ``shared`` = χ(p) ∩ χ(parent) of the parent's
-    bag, or the parent's bag itself when nothing is shared) restricts it first."""
+    bag, or the parent's bag itself when nothing is shared) restricts it first;
+    ``delta`` (one of the sources) is scanned first."""
     from .rule_eval import concat_outputs
 
     be, xp = ev.be, ev.be.xp
@@ -230,7 +240,6 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
             neg.append([(negated[lit.atom.relation], False)] if isinstance(negated, dict)
                        else list(negated[plan.node_negs[p][k]]))
             k += 1
-    delta = None
     if sj is not None:
         if not len(sj):
             return Table({v: xp.zeros(0, dtype=INDEX) for v in plan.dec.chi[p]},
@@ -239,7 +248,7 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
             names = list(shared)
             rs = RunSet.of(sj)
             atom = Atom("#sj", tuple(Var(v) for v in names))
-            if len(rs) * SJ_JOIN_FACTOR <= min(len(x) for x in srcs):
+            if len(rs) * SJ_JOIN_FACTOR <= SJ_BASIS(len(x) for x in srcs):
                 # few keys: scan them first and probe the node's atoms (top-down)
                 body.insert(0, atom)
                 srcs = [rs, *srcs]
@@ -306,6 +315,8 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
     shared = [(_shared(chi[p], chi[parent[p]]) if parent[p] >= 0 else []) for p in range(k)]
     # steps 1-2: bags, top-down from the Δ node with the semi-joins pushed in
     bags: list[Table | None] = [None] * k
+    kept = getattr(ev, "hd_bags", None)
+    kept = kept() if kept is not None else None
     for p in order:
         sj = None
         if parent[p] >= 0:
@@ -313,7 +324,20 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
             assert par is not None
             sj = par if not shared[p] else RowSet.from_columns(
                 be, tuple(par.cols[v] for v in shared[p]), len(shared[p]))
-        bag = _bag(ev, plan, p, sources, negated, sj, shared[p])
+        if kept is not None and (
+                (sj is None and delta is None)
+                or (isinstance(sj, RowSet) and len(sj) * SJ_JOIN_FACTOR
+                    > SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p]))):
+            # the node's kept bag (gpu_engine.hd_bags), the parent's keys as a semi-join
+            big = SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p])
+            got = kept.bag(ev, plan, p, sources, negated, may_skip=True,
+                           build=delta is None or len(delta) * SJ_JOIN_FACTOR <= big)
+            if got is not None and sj is not None:
+                got = _semijoin(be, got, Table(dict(zip(shared[p], sj.cols)), sj.cols[0]),
+                                shared[p])
+        else:
+            got = None
+        bag = got if got is not None else _bag(ev, plan, p, sources, negated, sj, shared[p])
         ev.note_rows(len(bag))
         if not len(bag):
             return []

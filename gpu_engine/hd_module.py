@@ -10,8 +10,9 @@ count as the largest relation), and is kept in the engine state
 (``EngineState.decompositions``, saved in the store's ``meta.json``) so that later
 updates and reopened stores use the same one (paper 003 §7: fixed once chosen).
 :meth:`HDModule.replan` chooses them again over the current facts (``--decompose
-replan``): bags are not kept between evaluations, so any decomposition gives the same
-facts and counters and a re-plan needs no rebuild.
+replan``) and drops the kept bags (:mod:`gpu_engine.hd_bags`), which the new
+decompositions rebuild on use from I: any decomposition gives the same facts and
+counters.
 
 Rules of aggregate strata, of strata with subsumption or choice-domain relations, and
 internal rules (queries, module joins) are never decomposed.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .decomposition import Decomposition, decompose
+from .hd_bags import NodeBags, keeping
 from .hd_eval import HDPlan
 from .ir import Rule
 
@@ -42,6 +44,18 @@ class HDModule:
                 self.index[id(r)] = next(i for i, x in enumerate(engine.rules) if x is r)
         self._plans: dict[int, tuple[Any, HDPlan]] = {}
         self._stats: dict[tuple[str, int], tuple[int, int]] = {}
+        engine.evaluator.hd_bags = self.active_bags
+
+    def active_bags(self) -> NodeBags | None:
+        """The kept bags where they are read now (:func:`gpu_engine.hd_bags.keeping`)."""
+        return self.bags() if keeping(bool(self.engine._state.materialised)) else None
+
+    def bags(self) -> NodeBags:
+        """The kept bags of the engine's current state (gpu_engine.hd_bags)."""
+        st = self.engine._state
+        if st.hd_bags is None:
+            st.hd_bags = NodeBags()
+        return st.hd_bags
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -50,12 +64,14 @@ class HDModule:
             if mode != st.decompose:
                 st.decompose = mode
                 st.decompositions = {}
+                st.hd_bags = None
         self._plans = {}
 
     def replan(self) -> None:
         """Choose every decomposition again over the current facts (lazily, per rule)."""
         for st in self._states():
             st.decompositions = {}
+            st.hd_bags = None  # the bags of the new decompositions are built on use
         self._plans = {}
 
     def _states(self) -> list[Any]:

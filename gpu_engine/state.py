@@ -48,6 +48,8 @@ class EngineState:
     # index in Engine.rules, as a string) the decomposition chosen (JSON) or None
     decompose: str = _persist(META, default="auto")
     decompositions: dict[str, Any] = _persist(META, default_factory=dict)
+    # their kept bags (gpu_engine.hd_bags.NodeBags), tagged by versions: rebuilt on use
+    hd_bags: Any = _persist(REBUILT, default=None)
     symbols: int = _persist(DICTIONARY, default=0)  # dictionary size the rows refer to
     records: int = _persist(DICTIONARY, default=0)  # record table size (records, ADTs)
     # equality by rewriting: ρ over the dictionary (gpu_engine.equality; None: identity);

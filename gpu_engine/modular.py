@@ -217,14 +217,25 @@ def dredc_mod(u: Any, s: Stratum, modules: list[Module]) -> None:
     for m in modules:  # lines 33-35
         if isinstance(m, SeminaiveModule):
             red = m.rederive(ev, st.mid, st.new, {r: g for r, g in gone.items() if len(g)})
-            for r, rows in m.diff(ev, st.new, st.new, P, N).items():
-                cand[r].append(rows)
         else:
             j = m.rederive(ev, gone[m.relation])
             red = {m.relation: j} if len(j) else {}
         prev.append(red)
         for r, rows in red.items():
             cand[r].append(rows)
+    # the explicit changes' derivations read the rederived facts too: a module's Add never
+    # sees its own rederived facts again (prev), so an instance joining one of them with an
+    # inserted fact (e(2,0) with a rederived tr(0,0)) would otherwise be lost
+    back = _merge(be, u.arity, prev)
+
+    def new_or_back(name: str) -> View:
+        b = back.get(name)
+        return st.new(name) if b is None else st.new(name).plus(RunSet.of(b))
+
+    for m in modules:
+        if isinstance(m, SeminaiveModule):
+            for r, rows in m.diff(ev, new_or_back, st.new, P, N).items():
+                cand[r].append(rows)
     delta = {}
     for r in s.relations:
         d = st.not_in_new(r, u.union(r, cand[r]))

@@ -105,11 +105,7 @@ def test_kept_bags_after_updates(program: Program, data: st.DataObject, device: 
         note(f"update {step}: -{delete} +{insert}")
         ins = {n: _rows(v) for n, v in insert.items() if v}
         dele = {n: _rows(v) for n, v in delete.items() if v}
-        if modules == "auto":  # one at a time: test_dredc_mod_mixed_update_known_bug
-            r.update(delete=dele, algorithm="dredc")
-            r.update(insert=ins, algorithm="dredc")
-        else:
-            r.update(insert=ins, delete=dele, algorithm="dredc")
+        r.update(insert=ins, delete=dele, algorithm="dredc")
         facts = {n: (rows - delete[n]) | insert[n] for n, rows in facts.items()}
         _check_kept(r)
         fresh = Reasoner(text, device=device, counting=True, modules=modules)
@@ -180,12 +176,10 @@ tr(x, y) :- e(x, z), f(x, w), tr(z, y), tr(w, y).
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known bug on main, independent of decompositions "
-                   "(decompose=off too): DRed^c-MOD (a TC module beside a rule over tr) "
-                   "misses tr(2,0) when one update deletes e(0,0) and inserts e(2,0); "
-                   "deleting then inserting in two updates, or modules=off, is right")
 @pytest.mark.parametrize("decompose", ["off", "all"])
-def test_dredc_mod_mixed_update_known_bug(device: str, decompose: str) -> None:
+def test_dredc_mod_mixed_update_joins_rederived_facts(device: str, decompose: str) -> None:
+    """DRed^c-MOD, one update deleting e(0,0) and inserting e(2,0): tr(0,0) is overdeleted
+    and rederived, and the new instance e(2,0), f(2,0), tr(0,0), tr(0,0) gives tr(2,0)."""
     def rows(s: set[tuple[int, int]]) -> np.ndarray:
         return _rows(s)
 

@@ -299,10 +299,23 @@ class EqualityEngine(Engine):
         have = self._state.rho
         if have is not None and len(have) >= len(self.symbols):  # type: ignore[arg-type]
             return have
-        n = max(len(self.symbols), len(self._rho))  # type: ignore[arg-type]
-        if len(self._rho) < n:
-            xp = self.be.xp
-            self._rho = xp.concatenate([self._rho, xp.arange(len(self._rho), n, dtype=INDEX)])
+        old = self._rho
+        n = max(len(self.symbols), len(old))  # type: ignore[arg-type]
+        if len(old) < n:
+            # the dictionary grows one rule constant at a time: extend into a buffer with
+            # headroom (identity beyond ρ; ρ is never written in place) instead of copying
+            # ρ per new symbol, and keep "ρ is the identity" known across the extension
+            buf, last = self.__dict__.get("_rho_growth", (None, None))
+            if buf is None or last is not old or len(buf) < n:
+                cap = n + n // 4 + 1024
+                buf = self.be.xp.concatenate([old, self.be.xp.arange(len(old), cap,
+                                                                     dtype=INDEX)])
+            new = buf[:n]
+            hit = self.__dict__.get("_identity_cache")
+            if hit is not None and hit[0] is old and hit[1]:
+                self._identity_cache = (new, True)
+            self._rho = new
+            self._rho_growth = (buf, new)
         return self._rho
 
     def set_rho(self, rho: Any) -> None:

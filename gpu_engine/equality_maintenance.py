@@ -67,11 +67,21 @@ from .rule_eval import Bindings
 from .runs import RunSet
 from .stats import RuleStats, UpdateStats
 
-ALGORITHMS = ("auto", "remat", "dred_eq")
+ALGORITHMS = ("auto", "remat", "dred_eq", "bf_eq")
 BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs Mat≈ rounds)
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
+BF_BUDGET = 0.05  # auto: B/F≈ gives up once it checked this fraction of |I|
+
+
+def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str, str]:
+    """``auto``'s choice for a deletion of ``deleted`` explicit facts: (algorithm, note)."""
+    n_e = sum(len(e) for e in engine.explicit.values())
+    if n_e >= LARGE_E and deleted > LARGE_UPDATE * n_e:
+        return "remat", (f"Remat≈ (auto): {deleted:,} deletions are more than "
+                         f"{LARGE_UPDATE:.0%} of the {n_e:,} explicit facts")
+    return "bf_eq", ""
 
 Encoded = dict[str, tuple[tuple[Any, ...], int]]
 
@@ -106,13 +116,10 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     t0 = time.perf_counter()
     eq = engine.equality
     alg = algorithm or "auto"
-    if alg == "bf_eq":
-        raise ValueError("the bf_eq algorithm (B/F≈, paper 001 Algorithms 1-7) is not "
-                         "implemented yet: use dred_eq (DRed≈), auto or remat (Remat≈)")
     if alg not in ALGORITHMS:
         raise ValueError(f"the {alg} algorithm cannot maintain a program with the equality "
                          f"relation '{eq.relation}' (counters mean nothing after a merge): "
-                         "use remat (Remat≈), dred_eq (DRed≈) or auto")
+                         "use remat (Remat≈), dred_eq (DRed≈), bf_eq (B/F≈) or auto")
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = engine.state.snapshot()
     saved_rho = engine.rho()
@@ -136,23 +143,42 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
         why = unsupported(engine)
+        if alg == "bf_eq" and not why:
+            from .equality_bf import unsupported as bf_unsupported
+
+            why = bf_unsupported(engine)
         run = alg
         if alg != "remat" and why:
             run = "remat"
-            stats.note = f"Remat≈: DRed≈ does not maintain programs with {why}"
+            stats.note = (f"Remat≈: {'B/F≈' if alg == 'bf_eq' else 'DRed≈'} does not "
+                          f"maintain programs with {why}")
         elif alg == "auto":
-            n_e = sum(len(e) for e in engine.explicit.values())
-            if n_e >= LARGE_E and stats.deleted > LARGE_UPDATE * n_e:
+            run, stats.note = _choose(engine, e_minus, stats.deleted)
+        if run == "bf_eq" and stats.deleted:
+            from .equality_bf import OverBudget as BFOverBudget
+            from .equality_bf import bf_eq
+
+            n_i = sum(len(engine.store[n]) for n in engine.program.relations)
+            try:
+                bf_eq(engine, e_minus, new_e, stats,
+                      max(int(BF_BUDGET * n_i), LARGE_E) if alg == "auto" else None)
+            except BFOverBudget as exc:
+                engine.state = saved
+                engine.set_rho(saved_rho)
                 run = "remat"
-                stats.note = (f"Remat≈ (auto): {stats.deleted:,} deletions are more than "
-                              f"{LARGE_UPDATE:.0%} of the {n_e:,} explicit facts")
+                stats.note = f"Remat≈ (auto): B/F≈ stopped, {exc}"
+            else:
+                run = "b/f≈"
+                if stats.inserted:  # mixed: Mat≈ continues with E⁺ under π′ (pitfall 8)
+                    stats.derivations += engine.continue_insert(e_plus)
+                    stats.note += "; then Mat≈ continued with the insertions"
         if run != "remat" and not stats.deleted and engine.can_continue():
             engine.explicit = new_e  # insertions only: Mat≈ continues (paper 001 §1)
             stats.derivations = engine.continue_insert(e_plus)
             stats.algorithm = "mat≈"
             stats.note = "insertions continued the rewritten materialisation (Mat≈)"
             run = "mat≈"
-        if run not in ("remat", "mat≈"):
+        if run not in ("remat", "mat≈", "b/f≈"):
             try:
                 dred_eq(engine, e_minus, e_plus, new_e, stats,
                         BUDGET if alg == "auto" else None)

@@ -86,6 +86,9 @@ class UpdateStats:
     facts: int = 0  # facts in the new materialisation
     derivations: int = 0  # rule instances considered (forward and backward)
     backward: int = 0  # rule instances matched "backwards" (DRed, B/F)
+    checked: int = 0  # B/F≈: facts checked (C), proved (P \ P̂), disproved (S)
+    proved: int = 0
+    disproved: int = 0
     modules: list[str] = field(default_factory=list)  # TC/STC modules used (DRed^c-MOD)
     note: str = ""
     oom_retries: int = 0  # device out of memory: evaluations retried with smaller chunks

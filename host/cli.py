@@ -716,6 +716,9 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
                 "derivations", "rounds", "composed", "injected", "aborted", "restarted",
                 "interleaved"):
         t.add_row(key, f"{getattr(stats, key):,}")
+    if stats.checked:  # B/F≈: checked, proved, disproved (re-added = added)
+        for key in ("checked", "proved", "disproved"):
+            t.add_row(key, f"{getattr(stats, key):,}")
     if stats.modules:
         t.add_row("modules", ", ".join(stats.modules))
     if stats.note:

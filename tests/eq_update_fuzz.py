@@ -31,7 +31,7 @@ from eq_generators import _value, equality_program  # noqa: E402
 from gpu_engine import Reasoner  # noqa: E402
 
 FACT_LINE = re.compile(r"^\w+\(.*\)\.$")
-PATHS = ("dred_eq", "auto", "remat")
+PATHS = ("bf_eq", "dred_eq", "auto", "remat")
 
 Row = tuple
 Facts = dict[str, set[Row]]

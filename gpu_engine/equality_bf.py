@@ -1,0 +1,770 @@
+"""B/F≈: incremental deletion with equality by rewriting (paper 001 §3, Algorithms 1–7),
+batched: every set is a per-relation run set and every pass a columnar step over a
+frontier of facts.
+
+The sets and the mapping of the paper (its "global temporary variables"), per relation:
+
+* ``D`` doubtful facts and ``O`` its processed part (π-normal rows of I);
+* ``C`` checked facts (π-normal rows of I) and ``S`` the disproved ones;
+* ``PV`` = V \\ P̂: the proved facts already processed and up to date (γ-normal); the
+  paper's P \\ P̂ once saturate is done, since every unprocessed fact of P is processed
+  in the same call (line 41);
+* ``Y`` delayed facts (proved, their π-image not checked yet);
+* ``γ`` one int64 array over the dictionary (identity at the start, line 2), merged by
+  connected components (smallest id) as Mat≈ does; ``Γ`` the rules normalised by γ.
+
+What is per fact in the paper is per frontier here:
+
+* **Algorithm 1 (lines 5–16)** runs in rounds: the doubtful facts not processed yet are
+  checked together (line 6, one batched ``checkProvability``), line 7 scans the facts
+  checked since the last scan (incremental, brief pitfall 2), and the facts of the round
+  that are not all proved propagate together (lines 9–15: a query per domain column for
+  the facts containing a split class's constant; one seminaive variant per body atom for
+  π(Π).matchBody over ``I \\ O``); every fact of the round joins O (line 16, outside the
+  ``if`` of line 8: brief pitfall 1).
+* **Algorithm 4** is a breadth-first search in levels, as the batched B/F of
+  :mod:`gpu_engine.backward_forward`: a level joins C (line 22) and is saturated
+  (line 23); its facts not all proved (line 24) are expanded: lines 25–28 (all facts of
+  ``I \\ S`` with ``c`` in a domain column, by a query per domain column), lines 29–31
+  (``c≈c`` for the non-singleton classes of the fact not in S) and lines 32–35 (each
+  rule of π(Π) evaluated backwards with its head bound to all of them over ``I \\ S``;
+  heads of rules whose merged head column is bound by an unmerged body column are bound
+  to every member of the class, since the rule's head is normalised only when it is
+  derived).  The facts found are released one level later, the k-th instance of a fact
+  ``SPREAD·floor(log2(k+1))`` levels later, and only while its head is not all proved
+  (lines 28, 31, 35).
+* **Algorithm 5 (saturate)** takes the level just checked: lines 37–39 (the reflexivity
+  shortcut: ``γ(d)≈γ(d)`` for every member ``d`` of a checked ``c≈c`` occurring in E′),
+  line 40 (``F^π ∩ (E′ ∪ Y)`` by expanding F to the members of its classes when that is
+  small, else by normalising E′ through π and testing membership: the brief's E_norm),
+  then lines 41–50 as seminaive rounds over P: a round's facts are normalised by γ
+  (lines 43–44; outdated ones are P̂), its non-reflexive equalities merge γ (line 45,
+  Algorithm 6: outdated rows of PV are rewritten, lines 53–54; rules of Γ whose body
+  constants changed are evaluated once in full over PV, lines 55–58), reflexive rows are
+  proved for the domain values (line 47), and every rule of Γ is evaluated with one body
+  atom in the round's facts (seminaive variants replace the ≠ annotations of line 49:
+  atoms before it read the old PV, after it the new one, so each instance is considered
+  once, Theorem 1.2).  ``prove`` (Algorithm 7) is one membership test of π(heads) in C.
+* **allProved / allDisproved** (Algorithm 3) never enumerate F^π: per domain column the
+  distinct γ-images of the class, R_i = {γ(d) | π(d) = F_i} (a CSR index over the members
+  of non-singleton classes, rebuilt when γ changes), and γ(F^π) = R_1 × … × R_k is tested
+  against PV (brief pitfall 5).
+* **Algorithm 2** at the end: π′ = γ on the classes whose ``c≈c`` was checked, π
+  elsewhere (γ is checked to be the identity there: brief pitfall 6); I′ = (I \\ D) ∪
+  π′(PV) (delete first, then add).
+
+Readings of ambiguous lines (brief §1.4):
+
+* line 12 belongs to the ``if`` of line 8, beside line 9; line 16 is outside it;
+* line 38's voc(E) is the domain values of E′ = E \\ E⁻ (after line 4's deletions);
+* lines 12, 25–28, 37–39 and 47 are the reflexivity axioms (≈4): they run when the
+  equality is reflexive and its reflexive rows are computed as a closure; when a rule
+  reads the relation, ≈4 is a set of ordinary rules of Π (so lines 32–35 and 48–50
+  cover them), and a hand-written equality without reflexivity has none;
+* voc(F) in lines 9–12 and 29 is the values of F's domain columns (the congruence only
+  replaces there);
+* π(Π) of lines 13 and 32 is the original rules normalised by the old π (rule
+  constants of a class that splits are changed back by the final ρ at the next
+  normalisation, brief pitfall 7);
+* mixed updates: B/F≈ for E⁻, then Mat≈ continues with E⁺ under π′ (pitfall 8).
+
+Programs B/F≈ does not take (negation, aggregates, order-dependent features, functor
+terms in body atoms) are maintained by Remat≈ (``equality_maintenance``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_engine.kernels.backend import INDEX
+from gpu_engine.kernels.components import connected_components
+from gpu_engine.kernels.join import expand
+from gpu_engine.kernels.sets import argsort_keys
+
+from .affected import backward
+from .engine import _atoms
+from .equality import domain_vars, flows_in
+from .equality_maintenance import _normal_rules
+from .expr import const_value, term_vars
+from .ir import Atom, Rule, Var
+from .plan import Role, delta_variants
+from .rowset import RowSet
+from .rule_eval import Bindings
+from .runs import RunSet
+from .stats import UpdateStats
+
+SPREAD = 2  # levels between the releases of 1, 1, 2, 4, ... backward instances of a fact
+EXPAND_LIMIT = 1 << 16  # line 40: expand F^π when it has at most this many rows (+|E′|)
+
+Batch = dict[str, RowSet]
+
+
+class OverBudget(Exception):
+    """B/F≈ checked more facts than its budget allows (``auto`` then rematerialises)."""
+
+
+def unsupported(engine: Any) -> str:
+    """Why B/F≈ cannot maintain ``engine``'s program ('' when it can): besides what
+    DRed≈ refuses, functor terms inside body atoms (backward instances need values)."""
+    from .equality_maintenance import unsupported as dred_unsupported
+
+    why = dred_unsupported(engine)
+    if why:
+        return why
+    for r in engine.rules:
+        for a in _atoms(r):
+            if any(not isinstance(t, Var) and term_vars(t) for t in a.args):
+                return "functor terms in body atoms"
+    return ""
+
+
+class BFEq:
+    """One run of B/F≈ over an :class:`~gpu_engine.equality.EqualityEngine`
+    (module docstring); :meth:`run` installs the new materialisation and ρ."""
+
+    def __init__(self, engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, RunSet],
+                 stats: UpdateStats, budget: int | None = None) -> None:
+        self.engine, self.stats, self.budget = engine, stats, budget
+        self.be = be = engine.be
+        self.xp = xp = be.xp
+        self.ev = engine.evaluator
+        eq = engine.equality
+        self.eq = eq.relation
+        self.dom = {n: tuple(p) for n, p in eq.domain.items() if p}
+        self.rels = list(engine.program.relations)
+        self.arity = {n: r.arity for n, r in engine.program.relations.items()}
+        self.rho = engine.rho()  # π
+        self.n_ids = len(self.rho)
+        self.ids = xp.arange(self.n_ids, dtype=INDEX)
+        self.I = {n: engine.store[n] for n in self.rels}
+        self.E = new_e  # E′
+        self.e_minus = e_minus
+        self.refl4 = eq.reflexive and not engine.reflexive_as_rules
+        self.rules = list(engine.rules)  # Π in written form
+        self.norm = _normal_rules(engine, self.rules, self.rho)  # π(Π)
+        self.flow = [self._flow_positions(r) for r in self.norm]
+        self.members, self.offsets, self.sizes = engine.class_index()
+        multi = self.sizes[self.rho] > 1
+        self.multi = self.ids[multi]  # members of non-singleton classes
+        self.gamma = self.ids.copy()  # line 2
+        self.Gamma = list(self.rules)  # line 2: Γ := Π
+        self._r_index: tuple[Any, Any, Any, Any] | None = None
+        empty = {n: RunSet.empty(be, self.arity[n]) for n in self.rels}
+        self.D, self.O, self.C, self.S = dict(empty), dict(empty), dict(empty), dict(empty)
+        self.PV, self.Y = dict(empty), dict(empty)
+        self.recent: list[Batch] = []  # checked since the last line-7 scan
+        # rules without body atoms hold unconditionally: their heads are proved facts
+        # whose π-images are not checked yet, i.e. delayed (Y), as E′ is read by line 40
+        for r in self.rules:
+            if not _atoms(r):
+                h = r.head.relation
+                got = self._outputs(h, self.ev.evaluate(r, [], {}))
+                if len(got):
+                    self._add(self.Y, h, got)
+        self.n_checked = 0
+        self.voc_e = None
+        if self.refl4:
+            flag = xp.zeros(self.n_ids, dtype=bool)
+            for n, pos in self.dom.items():
+                for run in self.E[n].runs:  # tombstoned rows only make more candidates
+                    for p in pos:
+                        flag[run.cols[p]] = True
+            self.voc_e = flag
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _flow_positions(self, rule: Rule) -> tuple[int, ...]:
+        """Head domain positions whose variable no merged body column binds."""
+        if not flows_in(rule, self.dom):
+            return ()
+        body = domain_vars(Rule(Atom("", ()), rule.body), self.dom)
+        return tuple(p for p in self.dom.get(rule.head.relation, ())
+                     if isinstance(rule.head.args[p], Var)
+                     and rule.head.args[p].name not in body)  # type: ignore[union-attr]
+
+    def _gather(self, n: str, cols: tuple[Any, ...], arr: Any) -> tuple[Any, ...]:
+        pos = self.dom.get(n, ())
+        return tuple(arr[c] if i in pos else c for i, c in enumerate(cols))
+
+    def _rows(self, n: str, cols: tuple[Any, ...], count: int) -> RowSet:
+        return RowSet.from_columns(self.be, tuple(cols), self.arity[n], n_rows=count)
+
+    def _union(self, n: str, parts: list[RowSet]) -> RowSet:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return RowSet.empty(self.be, self.arity[n])
+        if len(parts) == 1:
+            return parts[0]
+        if self.arity[n] == 0:
+            return RowSet.from_columns(self.be, (), 0, n_rows=1)
+        xp = self.xp
+        return RowSet.from_columns(self.be, tuple(xp.concatenate([p.cols[i] for p in parts])
+                                                  for i in range(self.arity[n])),
+                                   self.arity[n])
+
+    def _outputs(self, n: str, outs: list[Any]) -> RowSet:
+        outs = [o for o in outs if o.n]
+        if not outs:
+            return RowSet.empty(self.be, self.arity[n])
+        if self.arity[n] == 0:
+            return RowSet.from_columns(self.be, (), 0, n_rows=1)
+        xp = self.xp
+        return RowSet.from_columns(self.be, tuple(
+            xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(self.arity[n])),
+            self.arity[n])
+
+    def _minus(self, rs: RunSet, rows: RowSet) -> RowSet:
+        return rows.select(~rs.contains(rows.cols, len(rows))) if len(rs) and len(rows) \
+            else rows
+
+    def _add(self, sets: dict[str, RunSet], n: str, rows: RowSet) -> RowSet:
+        """Add ``rows`` to ``sets[n]``; returns the rows that were new."""
+        new = self._minus(sets[n], rows)
+        if len(new):
+            sets[n] = sets[n].append(new)
+        return new
+
+    def _containing(self, vals: Any, source: Any) -> Batch:
+        """Every fact of ``source(n)`` with one of the values ``vals`` in a domain column
+        (lines 10 and 26), by a query per domain column with that column bound."""
+        out: dict[str, list[RowSet]] = {}
+        if not len(vals):
+            return {}
+        vals = self.xp.unique(vals)
+        for n, pos in self.dom.items():
+            src = source(n)
+            if not len(src):
+                continue
+            ar = self.arity[n]
+            names = tuple(f"v{i}" for i in range(ar))
+            q = Rule(Atom("#q", tuple(Var(v) for v in names)),
+                     (Atom(n, tuple(Var(v) for v in names)),))
+            for p in pos:
+                init = Bindings({names[p]: vals}, len(vals))
+                got = self._outputs(n, self.ev.evaluate(q, [src], {}, initial=init))
+                if len(got):
+                    out.setdefault(n, []).append(got)
+        return {n: u for n, p in out.items() if len(u := self._union(n, p))}
+
+    # --- Algorithm 3 ---------------------------------------------------------------------
+
+    def _rindex(self) -> tuple[Any, Any, Any, Any]:
+        """(γ of the members of non-singleton classes, grouped by π and deduplicated; the
+        offset and the count of each class's group; the γ it was built for)."""
+        hit = self._r_index
+        if hit is not None and hit[3] is self.gamma:
+            return hit
+        xp = self.xp
+        m = self.multi
+        if len(m):
+            pairs = RowSet.from_columns(self.be, (self.rho[m], self.gamma[m]), 2)
+            reps, gs = pairs.cols
+        else:
+            reps = gs = xp.zeros(0, dtype=INDEX)
+        cnt = xp.bincount(reps, minlength=self.n_ids).astype(INDEX)
+        off = xp.cumsum(cnt) - cnt
+        self._r_index = (gs, off, cnt, self.gamma)
+        return self._r_index
+
+    def _gamma_image(self, n: str, rows: RowSet) -> tuple[tuple[Any, ...], Any]:
+        """γ(F^π) for every row F (π-normal): the columns of R_1 × … × R_k and the row
+        each comes from."""
+        xp = self.xp
+        cols = list(rows.cols)
+        owner = xp.arange(len(rows), dtype=INDEX)
+        pos = self.dom.get(n, ())
+        if not pos or not len(rows):
+            return tuple(cols), owner
+        gs, off, cnt, _ = self._rindex()
+        for p in pos:
+            v = cols[p]
+            big = self.sizes[v] > 1
+            if not bool(big.any()):
+                continue
+            counts = xp.where(big, cnt[v], 1)
+            idx, at = expand(self.be, off[v], counts)
+            cols = [c[idx] for c in cols]
+            owner = owner[idx]
+            v2 = cols[p]
+            at = xp.minimum(at, max(len(gs) - 1, 0))
+            cols[p] = xp.where(self.sizes[v2] > 1, gs[at] if len(gs) else v2, v2)
+        return tuple(cols), owner
+
+    def proved(self, n: str, rows: RowSet) -> tuple[Any, Any]:
+        """(allProved, any proved) masks over ``rows`` (Algorithm 3; the first also
+        requires F ∉ S)."""
+        xp = self.xp
+        k = len(rows)
+        if k == 0:
+            z = xp.zeros(0, dtype=bool)
+            return z, z
+        cols, owner = self._gamma_image(n, rows)
+        hit = self.PV[n].contains(cols, len(owner)) if len(self.PV[n]) else \
+            xp.zeros(len(owner), dtype=bool)
+        if len(owner) == k:
+            allp = anyp = hit
+        else:
+            tot = xp.bincount(owner, minlength=k)
+            got = xp.bincount(owner[hit], minlength=k)
+            allp, anyp = got == tot, got > 0
+        if len(self.S[n]):
+            allp = allp & ~self.S[n].contains(rows.cols, k)
+        return allp, anyp
+
+    def _not_all_proved(self, batch: Batch) -> Batch:
+        out = {}
+        for n, rows in batch.items():
+            allp, _ = self.proved(n, rows)
+            if not bool(allp.all()):
+                out[n] = rows.select(~allp)
+        return out
+
+    # --- Algorithm 1 ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Lines 1–17, then Algorithm 2."""
+        xp = self.xp
+        frontier: Batch = {}
+        for n in self.rels:  # lines 3-4 (E.delete done by the caller: E′)
+            em = self.e_minus[n]
+            if len(em):
+                d = self._rows(n, self._gather(n, em.cols, self.rho), len(em))
+                d = d.select(self.I[n].contains(d.cols, len(d)))
+                if len(d):
+                    frontier[n] = self._add(self.D, n, d)
+        while frontier:  # line 5
+            self.check(frontier)  # line 6
+            self.scan_disproved()  # line 7
+            todo = self._not_all_proved(frontier)  # line 8
+            cand: dict[str, list[RowSet]] = {}
+            eqr = todo.get(self.eq)
+            if eqr is not None and len(eqr):  # lines 9-11
+                a, b = eqr.cols
+                c = a[(a == b) & (self.sizes[a] > 1)]
+                for n, g in self._containing(c, self._i_minus_o).items():
+                    cand.setdefault(n, []).append(g)
+            if self.refl4:  # line 12
+                vals = [rows.cols[p] for n, rows in todo.items() for p in self.dom.get(n, ())]
+                if vals:
+                    c = xp.unique(xp.concatenate(vals))
+                    cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (c, c), 2))
+            for n, g in self.match_body(todo).items():  # lines 13-15
+                cand.setdefault(n, []).append(g)
+            for n, rows in frontier.items():  # line 16
+                self._add(self.O, n, rows)
+            frontier = {}
+            for n, parts in cand.items():
+                u = self._union(n, parts)
+                u = u.select(self.I[n].contains(u.cols, len(u))) if len(u) else u
+                new = self._add(self.D, n, u)
+                if len(new):
+                    frontier[n] = new
+        self.propagate_changes()  # line 17
+
+    def _i_minus_o(self, n: str) -> RunSet:
+        return self.I[n].without(self.O[n].compact()) if len(self.O[n]) else self.I[n]
+
+    def _i_minus_s(self, n: str) -> RunSet:
+        return self.I[n].without(self.S[n].compact()) if len(self.S[n]) else self.I[n]
+
+    def match_body(self, todo: Batch) -> Batch:
+        """Lines 13–15: heads of π(Π) instances with a body atom in ``todo``, the other
+        atoms in ``I \\ O``, normalised by π."""
+        out: dict[str, list[RowSet]] = {}
+        if not todo:
+            return {}
+        dd = {n: RunSet.of(r) for n, r in todo.items()}
+        rest = {n: self._i_minus_o(n) for n in self.rels}
+        for rule in self.norm:
+            atoms = _atoms(rule)
+            outs = []
+            for i, a in enumerate(atoms):
+                if a.relation not in dd:
+                    continue
+                sources = [dd[b.relation] if j == i else rest[b.relation]
+                           for j, b in enumerate(atoms)]
+                got = self.ev.evaluate(rule, sources, {}, delta=dd[a.relation])
+                self.stats.derivations += sum(o.count for o in got)
+                outs.extend(got)
+            if outs:
+                h = rule.head.relation
+                rows = self._outputs(h, outs)
+                rows = self._rows(h, self._gather(h, rows.cols, self.rho), len(rows))
+                out.setdefault(h, []).append(rows)
+        return {n: self._union(n, p) for n, p in out.items()}
+
+    def scan_disproved(self) -> None:
+        """Line 7, incrementally: the facts checked since the last scan with no member
+        of γ(G^π) proved join S (their status is final at the top level)."""
+        recent, self.recent = self.recent, []
+        for batch in recent:
+            for n, rows in batch.items():
+                _, anyp = self.proved(n, rows)
+                if not bool(anyp.all()):
+                    self._add(self.S, n, rows.select(~anyp))
+
+    # --- Algorithm 4 ---------------------------------------------------------------------
+
+    def check(self, facts: Batch) -> None:
+        """checkProvability of a batch: breadth first in levels (module docstring)."""
+        level = self._unchecked(facts)
+        pending: dict[int, list[tuple[str, tuple[Any, ...], list[tuple[str, tuple]]]]] = {}
+        step = 0
+        while True:
+            if level:
+                for n, f in level.items():  # line 22
+                    self.C[n] = self.C[n].append(f)
+                    self.n_checked += len(f)
+                self.recent.append(level)
+                if self.budget is not None and self.n_checked > self.budget:
+                    raise OverBudget(f"it checked more than {self.budget:,} facts")
+                self.saturate(level)  # line 23
+                still = self._not_all_proved(level)  # line 24
+                self.expand(still, step, pending)  # lines 25-35
+            if not pending:
+                return
+            step = max(step + 1, min(pending))
+            level = self._unchecked(self._release(pending.pop(step)))
+
+    def _unchecked(self, facts: Batch) -> Batch:
+        return {n: r for n, f in facts.items() if len(r := self._minus(self.C[n], f))}
+
+    def expand(self, still: Batch, step: int, pending: dict[int, list[Any]]) -> None:
+        """Lines 25–35 for the facts of ``still`` (not all proved): the facts to check,
+        as entries (owner relation, owner rows, [(relation, rows)]) by release step."""
+        xp = self.xp
+        now = pending.setdefault(step + 1, [])
+        eqr = still.get(self.eq)
+        if self.refl4 and eqr is not None and len(eqr):  # lines 25-28
+            a, b = eqr.cols
+            c = a[a == b]
+            if len(c):
+                for n, g in self._containing(c, self._i_minus_s).items():
+                    for p in self.dom[n]:
+                        sel = xp.flatnonzero(_isin(xp, g.cols[p], c))
+                        if len(sel):
+                            v = g.cols[p][sel]
+                            now.append((self.eq, (v, v),
+                                        [(n, tuple(col[sel] for col in g.cols))]))
+        for n, rows in still.items():  # lines 29-31
+            for p in self.dom.get(n, ()):
+                v = rows.cols[p]
+                ok = self.sizes[v] > 1
+                if len(self.S[self.eq]):
+                    ok &= ~self.S[self.eq].contains((v, v), len(v))
+                sel = xp.flatnonzero(ok)
+                if len(sel):
+                    v = v[sel]
+                    now.append((n, tuple(col[sel] for col in rows.cols),
+                                [(self.eq, (v, v))]))
+        for rule, fpos in zip(self.norm, self.flow):  # lines 32-35
+            h = rule.head.relation
+            rows = still.get(h)
+            if rows is None or not len(rows):
+                continue
+            heads = rows
+            if fpos:  # bound to every member of the class at those positions
+                cols = list(rows.cols)
+                for p in fpos:
+                    v = cols[p]
+                    idx, at = expand(self.be, self.offsets[v], self.sizes[v])
+                    cols = [col[idx] for col in cols]
+                    cols[p] = self.members[at]
+                heads = self._rows(h, tuple(cols), len(cols[0]) if cols else 1)
+            atoms = _atoms(rule)
+            wanted = tuple(sorted({v for a in atoms for t in a.args for v in term_vars(t)}))
+            outs = backward(self.ev, rule, heads, self._i_minus_s, self._i_minus_s, wanted)
+            k = sum(o.count for o in outs)
+            self.stats.backward += k
+            self.stats.derivations += k
+            outs = [o for o in outs if o.n]
+            if not outs or not atoms:
+                continue
+            cols = [xp.concatenate([o.cols[i][:o.n] for o in outs])
+                    for i in range(len(wanted) + 1)]
+            order = argsort_keys(self.be, cols[0])
+            cols = [c[order] for c in cols]
+            fact = cols[0]
+            m = len(fact)
+            rank = xp.arange(m, dtype=INDEX) - xp.searchsorted(fact, fact, side="left")
+            delay = SPREAD * xp.floor(xp.log2(rank + 1)).astype(INDEX)
+            owner_all = self._gather(h, tuple(c[fact] for c in heads.cols), self.rho)
+            vals = dict(zip(wanted, cols[1:]))
+            for d in self.be.to_host(xp.unique(delay)).tolist():
+                sel = xp.flatnonzero(delay == d)
+                body = []
+                for a in atoms:
+                    acols = tuple(vals[t.name][sel] if isinstance(t, Var)
+                                  else xp.full(len(sel), const_value(t, self.ev.symbols),
+                                               dtype=INDEX) for t in a.args)
+                    body.append((a.relation, acols))
+                pending.setdefault(step + 1 + int(d), []).append(
+                    (h, tuple(c[sel] for c in owner_all), body))
+
+    def _release(self, entries: list[Any]) -> Batch:
+        """Facts of the released entries whose owner is not all proved (lines 28, 31,
+        35), as a batch of π-normal facts of I."""
+        xp = self.xp
+        parts: dict[str, list[RowSet]] = {}
+        for owner_rel, owner, body in entries:
+            m = len(body[0][1][0]) if body and body[0][1] else len(owner[0]) if owner else 0
+            if self.arity[owner_rel] and m:
+                orows = RowSet.from_columns(self.be, owner, self.arity[owner_rel])
+                allp, _ = self.proved(owner_rel, orows)
+                done = orows.select(allp)
+                keep = ~done.contains(owner) if len(done) else xp.ones(m, dtype=bool)
+            else:
+                keep = xp.ones(m, dtype=bool)
+                if not self.arity[owner_rel]:
+                    orows = RowSet.from_columns(self.be, (), 0, n_rows=1)
+                    allp, _ = self.proved(owner_rel, orows)
+                    if bool(allp.all()):
+                        continue
+            sel = xp.flatnonzero(keep)
+            if not len(sel):
+                continue
+            for n, cols in body:
+                cols = tuple(c[sel] for c in cols)
+                parts.setdefault(n, []).append(self._rows(n, cols, len(sel)))
+        out = {}
+        for n, p in parts.items():
+            u = self._union(n, p)
+            u = u.select(self.I[n].contains(u.cols, len(u))) if len(u) else u
+            if len(u):
+                out[n] = u
+        return out
+
+    # --- Algorithm 5 ---------------------------------------------------------------------
+
+    def saturate(self, level: Batch) -> None:
+        """Lines 36–40 for a level just checked, then the forward closure (41–58)."""
+        cand: dict[str, list[RowSet]] = {}
+        eqr = level.get(self.eq)
+        if self.refl4 and eqr is not None and len(eqr):  # lines 37-39
+            a, b = eqr.cols
+            c = a[a == b]
+            if len(c):
+                idx, at = expand(self.be, self.offsets[c], self.sizes[c])
+                d = self.members[at]
+                d = d[self.voc_e[d]]
+                if len(d):
+                    g = self.gamma[d]
+                    cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (g, g), 2))
+        for n, rows in level.items():  # line 40
+            for g in (self._explicit_members(n, rows), self._delayed_members(n, rows)):
+                if g is not None and len(g):
+                    cand.setdefault(n, []).append(
+                        self._rows(n, self._gather(n, g.cols, self.gamma), len(g)))
+        self.forward(cand)
+
+    def _explicit_members(self, n: str, rows: RowSet) -> RowSet | None:
+        """F^π ∩ E′ for the facts F of ``rows``."""
+        e = self.E[n]
+        if not len(e):
+            return None
+        xp = self.xp
+        pos = self.dom.get(n, ())
+        total = len(rows)
+        if pos:
+            prod = xp.ones(len(rows), dtype=INDEX)
+            for p in pos:
+                prod = prod * self.sizes[rows.cols[p]]
+            total = int(prod.sum())
+        if total <= EXPAND_LIMIT + len(e):
+            cols = list(rows.cols)
+            for p in pos:
+                v = cols[p]
+                idx, at = expand(self.be, self.offsets[v], self.sizes[v])
+                cols = [c[idx] for c in cols]
+                cols[p] = self.members[at]
+            g = self._rows(n, tuple(cols), total)
+            return g.select(e.contains(g.cols, len(g))) if len(g) else g
+        parts = []  # E_norm: E′ through π, tested against the level
+        for run in e.runs:
+            norm = self._gather(n, run.cols, self.rho)
+            hit = rows.contains(norm)
+            if bool(hit.any()):
+                parts.append(run.select(hit))
+        g = self._union(n, parts)
+        if e.dead and len(g):
+            g = g.select(e.contains(g.cols, len(g)))
+        return g
+
+    def _delayed_members(self, n: str, rows: RowSet) -> RowSet | None:
+        """F^π ∩ Y for the facts F of ``rows``."""
+        y = self.Y[n]
+        if not len(y):
+            return None
+        yr = y.compact()
+        hit = rows.contains(self._gather(n, yr.cols, self.rho)) if self.arity[n] else \
+            self.xp.ones(len(yr), dtype=bool)
+        return yr.select(hit)
+
+    def forward(self, cand: dict[str, list[RowSet]]) -> None:
+        """Lines 41–58 as seminaive rounds over P (module docstring)."""
+        xp = self.xp
+        full: list[Rule] = []
+        while cand or full:
+            delta: Batch = {}
+            for n, parts in cand.items():  # lines 42-44: γ-normal, not processed
+                u = self._union(n, parts)
+                if self.dom.get(n) and len(u):
+                    u = self._rows(n, self._gather(n, u.cols, self.gamma), len(u))
+                u = self._minus(self.PV[n], u)
+                if len(u):
+                    delta[n] = u
+            d_eq = delta.get(self.eq)
+            if d_eq is not None and bool((d_eq.cols[0] != d_eq.cols[1]).any()):
+                full += self._rewrite(delta)  # line 45: Algorithm 6
+            prove: dict[str, list[RowSet]] = {}
+            if self.refl4:  # line 47
+                vals = [r.cols[p] for n, r in delta.items() for p in self.dom.get(n, ())]
+                if vals:
+                    c = xp.unique(xp.concatenate(vals))
+                    prove.setdefault(self.eq, []).append(
+                        RowSet.from_columns(self.be, (c, c), 2))
+            old = dict(self.PV)
+            for n, d in delta.items():
+                self.PV[n] = self.PV[n].append(d)
+            dd = {n: RunSet.of(d) for n, d in delta.items()}
+            versions = {Role.DELTA: dd, Role.OLD: old, Role.NEW: self.PV}
+            outs: dict[str, list[Any]] = {}
+            for rule in full:  # lines 57-58, over V \ P̂ before this round's facts
+                got = self.ev.evaluate(rule, [old[a.relation] for a in _atoms(rule)], {})
+                self.stats.derivations += sum(o.count for o in got)
+                outs.setdefault(rule.head.relation, []).extend(got)
+            full = []
+            for rule in self.Gamma:  # lines 48-50
+                atoms = _atoms(rule)
+                for p, roles in delta_variants(atoms, dd.__contains__):
+                    sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
+                    got = self.ev.evaluate(rule, sources, {}, delta=dd[atoms[p].relation])
+                    self.stats.derivations += sum(o.count for o in got)
+                    outs.setdefault(rule.head.relation, []).extend(got)
+            for n, o in outs.items():
+                prove.setdefault(n, []).append(self._outputs(n, o))
+            cand = self._prove(prove)
+
+    def _prove(self, heads: dict[str, list[RowSet]]) -> dict[str, list[RowSet]]:
+        """Algorithm 7 for a batch: π(F) ∈ C → P (the next round), else Y."""
+        out: dict[str, list[RowSet]] = {}
+        for n, parts in heads.items():
+            rows = self._union(n, parts)
+            if not len(rows):
+                continue
+            if not len(self.C[n]):
+                self._add(self.Y, n, rows)
+                continue
+            hit = self.C[n].contains(self._gather(n, rows.cols, self.rho), len(rows))
+            if bool(hit.any()):
+                out[n] = [rows.select(hit)]
+            if not bool(hit.all()):
+                self._add(self.Y, n, rows.select(~hit))
+        return out
+
+    # --- Algorithm 6 ---------------------------------------------------------------------
+
+    def _rewrite(self, delta: Batch) -> list[Rule]:
+        """rewrite(a, b) for every non-reflexive equality of ``delta`` at once: γ merges
+        by connected components (smallest id, line 51-52), outdated rows of PV leave it
+        (P̂) and their γ-images join ``delta`` (53–54), ``delta`` is renormalised, and Γ
+        is renormalised; returns the rules whose body changed (55–58)."""
+        xp = self.xp
+        a, b = delta[self.eq].cols
+        off = a != b
+        a, b = self.gamma[a[off]], self.gamma[b[off]]
+        verts = xp.unique(xp.concatenate([a, b]))
+        ia, ib = xp.searchsorted(verts, a), xp.searchsorted(verts, b)
+        method = "array" if len(verts) < (1 << 16) else "auto"
+        label = connected_components(self.be, ia, ib, len(verts), method=method)
+        relabel = self.ids.copy()
+        relabel[verts] = verts[label]
+        moved = relabel != self.ids
+        self.gamma = relabel[self.gamma]
+        for n, pos in self.dom.items():  # lines 53-54
+            pv = self.PV[n]
+            parts = [delta[n]] if n in delta else []
+            if len(pv):
+                rows = pv.compact()
+                mask = moved[rows.cols[pos[0]]]
+                for p in pos[1:]:
+                    mask |= moved[rows.cols[p]]
+                if bool(mask.any()):
+                    out = rows.select(mask)
+                    self.PV[n] = RunSet.of(rows.select(~mask))
+                    parts.append(out)
+            if parts:
+                u = self._union(n, parts)
+                u = self._rows(n, self._gather(n, u.cols, self.gamma), len(u))
+                u = self._minus(self.PV[n], u)
+                if len(u):
+                    delta[n] = u
+                else:
+                    delta.pop(n, None)
+        new = _normal_rules(self.engine, self.rules, self.gamma)  # lines 55-56
+        full = [r for r, cur in zip(new, self.Gamma) if r != cur and r.body != cur.body]
+        self.Gamma = new
+        return full
+
+    # --- Algorithm 2 ---------------------------------------------------------------------
+
+    def propagate_changes(self) -> None:
+        """Lines 18–21: π′ and I′ = (I \\ D) ∪ π′(P \\ P̂); installs them."""
+        xp = self.xp
+        engine = self.engine
+        chk = xp.zeros(self.n_ids, dtype=bool)
+        ce = self.C[self.eq].compact()
+        if len(ce):
+            a, b = ce.cols
+            chk[a[a == b]] = True
+        touched = chk[self.rho]
+        if bool(((self.gamma != self.ids) & ~touched).any()):  # brief pitfall 6
+            raise AssertionError("B/F≈: γ changed a class whose c≈c was not checked")
+        pi2 = xp.where(touched, self.gamma, self.rho)
+        store: dict[str, RunSet] = {}
+        deleted = added = rederived = 0
+        for n in self.rels:
+            i_old = self.I[n]
+            d = self.D[n].compact()
+            keep = i_old.without(d) if len(d) else i_old
+            pv = self.PV[n].compact()
+            new = self._rows(n, self._gather(n, pv.cols, pi2), len(pv)) if len(pv) else pv
+            back = new.select(d.contains(new.cols)) if len(d) and len(new) else \
+                RowSet.empty(self.be, self.arity[n])
+            new = keep.new_rows(new) if len(new) else new
+            rederived += len(back)
+            added += len(new) - len(back)
+            deleted += len(d) - len(back)
+            st = keep.append(new) if len(new) else keep
+            store[n] = st.compacted() if st.worth_compacting() else st
+        engine.set_rho(pi2)
+        engine.store = store
+        s = self.stats
+        s.algorithm = "b/f≈"
+        s.overdeleted = sum(len(x) for x in self.D.values())
+        s.rederived = rederived
+        s.added = added
+        s.checked = self.n_checked
+        s.proved = sum(len(x) for x in self.PV.values())
+        s.disproved = sum(len(x) for x in self.S.values())
+        split = int(xp.count_nonzero(touched & (pi2 != self.rho)))
+        s.note = (f"B/F≈: {s.overdeleted:,} doubtful, {s.checked:,} checked, "
+                  f"{s.proved:,} proved, {s.disproved:,} disproved, {deleted:,} deleted, "
+                  f"{added:,} re-added; {split:,} constants left a split class")
+
+
+def _isin(xp: Any, a: Any, sorted_vals: Any) -> Any:
+    i = xp.searchsorted(sorted_vals, a)
+    i = xp.minimum(i, len(sorted_vals) - 1)
+    return sorted_vals[i] == a
+
+
+def bf_eq(engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, RunSet],
+          stats: UpdateStats, budget: int | None = None) -> None:
+    """B/F≈ for E⁻ (E′ = ``new_e`` already without it); installs ρ′ and I′ on ``engine``.
+    Raises :class:`OverBudget` (nothing installed) past ``budget`` checked facts."""
+    BFEq(engine, e_minus, new_e, stats, budget).run()
+    engine.explicit = new_e
+    engine.counters = {}
+    engine.module_state = {}
+    engine.materialised = True

@@ -1,5 +1,5 @@
-"""Deletions with equality by rewriting: DRed≈ (and auto) against Remat≈ (paper 001 Table 1
-shape, brief §1.5 P3/P4).
+"""Deletions with equality by rewriting: B/F≈, DRed≈ (and auto) against Remat≈ (paper 001
+Table 1 shape, brief §1.5 P3/P4).
 
 ``python -m benchmarks.equality_update [--entities 60000] [--deletions 100,1000,25%]
 [--device cpu] [--out FILE]`` prints one JSON line per measurement.
@@ -14,9 +14,10 @@ of the largest class (a rule constant normalised to its representative).
 
 Deletions are random explicit facts of every relation (keys among them, so classes
 split).  For each size the same deletion runs on two copies of the same materialised
-state, one with ``dred_eq`` (or ``auto``) and one with ``remat``; the rewritten rows and
-ρ are compared (same answer), and the line reports seconds, the ratio, and DRed≈'s counts
-(overdeleted, rederived, added, instances checked backwards, exploded classes).
+state, one per algorithm (``bf_eq``, ``dred_eq``, ``auto``) and one with ``remat``; the
+rewritten rows and ρ are compared (same answer), and the line reports seconds, the ratio,
+and the counts (overdeleted = doubtful for B/F≈, rederived, added, instances checked
+backwards, DRed≈'s exploded classes, B/F≈'s checked, proved, disproved and re-added).
 """
 
 from __future__ import annotations
@@ -169,6 +170,8 @@ def measure(text: str, facts: dict[str, np.ndarray], k: int, device: str,
                       "device": r.device, "seconds": round(seconds, 4),  # type: ignore[attr-defined]
                       "overdeleted": st.overdeleted, "rederived": st.rederived,
                       "added": st.added, "checked_backwards": st.backward,
+                      "checked": st.checked, "proved": st.proved,
+                      "disproved": st.disproved, "readded": st.added if st.checked else 0,
                       "exploded_classes": int(m.group(1).replace(",", "")) if m else 0,
                       "exploded_members": int(m.group(2).replace(",", "")) if m else 0,
                       "facts": st.facts, "note": st.note})
@@ -187,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--universities", type=int, default=1, help="lubm_dup: LUBM(k)")
     ap.add_argument("--dup", type=float, default=0.1, help="lubm_dup: share duplicated")
     ap.add_argument("--deletions", default="100,1000,25%")
-    ap.add_argument("--algorithms", default="dred_eq,auto")
+    ap.add_argument("--algorithms", default="bf_eq,dred_eq,auto")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deleting", default="any,no-key",

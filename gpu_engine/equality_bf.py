@@ -83,8 +83,8 @@ from gpu_engine.kernels.sets import argsort_keys
 
 from .affected import backward
 from .engine import _atoms
-from .equality import domain_vars, flows_in
-from .equality_maintenance import _normal_rules
+from .equality import domain_vars, flows_in, functional_pattern
+from .equality_maintenance import _fanout, _normal_rules
 from .expr import const_value, term_vars
 from .ir import Atom, Rule, Var
 from .plan import Role, delta_variants
@@ -148,7 +148,10 @@ class BFEq:
         self.multi = self.ids[multi]  # members of non-singleton classes
         self.gamma = self.ids.copy()  # line 2
         self.Gamma = list(self.rules)  # line 2: Γ := Π
+        self.functional = [functional_pattern(r, self.eq) for r in self.rules]
         self._r_index: tuple[Any, Any, Any, Any] | None = None
+        self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
+        self._fan: dict[Any, float] = {}
         empty = {n: RunSet.empty(be, self.arity[n]) for n in self.rels}
         self.D, self.O, self.C, self.S = dict(empty), dict(empty), dict(empty), dict(empty)
         self.PV, self.Y = dict(empty), dict(empty)
@@ -163,13 +166,15 @@ class BFEq:
                     self._add(self.Y, h, got)
         self.n_checked = 0
         self.voc_e = None
-        if self.refl4:
-            flag = xp.zeros(self.n_ids, dtype=bool)
+        if self.refl4:  # voc(E′), brief pitfall 4: E after line 4, tombstones subtracted
+            count = xp.zeros(self.n_ids, dtype=INDEX)
             for n, pos in self.dom.items():
-                for run in self.E[n].runs:  # tombstoned rows only make more candidates
-                    for p in pos:
-                        flag[run.cols[p]] = True
-            self.voc_e = flag
+                for sets, sign in ((self.E[n].runs, 1), (self.E[n].dead, -1)):
+                    for run in sets:
+                        for p in pos:
+                            count += sign * xp.bincount(run.cols[p], minlength=self.n_ids
+                                                        ).astype(INDEX)
+            self.voc_e = count > 0
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -266,47 +271,46 @@ class BFEq:
         self._r_index = (gs, off, cnt, self.gamma)
         return self._r_index
 
-    def _gamma_image(self, n: str, rows: RowSet) -> tuple[tuple[Any, ...], Any]:
-        """γ(F^π) for every row F (π-normal): the columns of R_1 × … × R_k and the row
-        each comes from."""
-        xp = self.xp
-        cols = list(rows.cols)
-        owner = xp.arange(len(rows), dtype=INDEX)
-        pos = self.dom.get(n, ())
-        if not pos or not len(rows):
-            return tuple(cols), owner
-        gs, off, cnt, _ = self._rindex()
-        for p in pos:
-            v = cols[p]
-            big = self.sizes[v] > 1
-            if not bool(big.any()):
-                continue
-            counts = xp.where(big, cnt[v], 1)
-            idx, at = expand(self.be, off[v], counts)
-            cols = [c[idx] for c in cols]
-            owner = owner[idx]
-            v2 = cols[p]
-            at = xp.minimum(at, max(len(gs) - 1, 0))
-            cols[p] = xp.where(self.sizes[v2] > 1, gs[at] if len(gs) else v2, v2)
-        return tuple(cols), owner
+    def _pv_image(self, n: str) -> tuple[RowSet, Any]:
+        """π(P \\ P̂) of relation ``n`` with, per row, how many facts of P \\ P̂ it is
+        the π-image of (cached per version of PV)."""
+        pv = self.PV[n]
+        hit = self._pv_img.get(n)
+        if hit is not None and hit[0] is pv:
+            return hit[1], hit[2]
+        rows = pv.compact()
+        img, cnt = RowSet.from_columns(self.be, self._gather(n, rows.cols, self.rho),
+                                       self.arity[n], n_rows=len(rows), return_counts=True)
+        self._pv_img[n] = (pv, img, cnt)
+        return img, cnt
 
     def proved(self, n: str, rows: RowSet) -> tuple[Any, Any]:
-        """(allProved, any proved) masks over ``rows`` (Algorithm 3; the first also
-        requires F ∉ S)."""
+        """(allProved, any proved) masks over ``rows`` (π-normal facts; Algorithm 3, the
+        first also requiring F ∉ S), without enumerating γ(F^π): P \\ P̂ is γ-normal and
+        γ refines π, so the facts of P \\ P̂ in γ(F^π) are those whose π-image is F, and
+        γ(F^π) = R_1 × … × R_k has Π|R_i| facts (R_i: the distinct γ of F_i's class)."""
         xp = self.xp
         k = len(rows)
         if k == 0:
             z = xp.zeros(0, dtype=bool)
             return z, z
-        cols, owner = self._gamma_image(n, rows)
-        hit = self.PV[n].contains(cols, len(owner)) if len(self.PV[n]) else \
-            xp.zeros(len(owner), dtype=bool)
-        if len(owner) == k:
-            allp = anyp = hit
+        pos = self.dom.get(n, ())
+        if not pos:
+            allp = anyp = self.PV[n].contains(rows.cols, k)
         else:
-            tot = xp.bincount(owner, minlength=k)
-            got = xp.bincount(owner[hit], minlength=k)
-            allp, anyp = got == tot, got > 0
+            img, cnt = self._pv_image(n)
+            have = xp.zeros(k, dtype=INDEX)
+            if len(img):
+                m = img.contains(rows.cols)
+                idx = xp.flatnonzero(m)
+                if len(idx):
+                    have[idx] = cnt[img.positions(tuple(c[idx] for c in rows.cols))]
+            _, _, rc, _ = self._rindex()
+            need = xp.ones(k, dtype=INDEX)
+            for p in pos:
+                v = rows.cols[p]
+                need = need * xp.where(self.sizes[v] > 1, rc[v], 1)
+            allp, anyp = have == need, have > 0
         if len(self.S[n]):
             allp = allp & ~self.S[n].contains(rows.cols, k)
         return allp, anyp
@@ -436,6 +440,10 @@ class BFEq:
         now = pending.setdefault(step + 1, [])
         eqr = still.get(self.eq)
         if self.refl4 and eqr is not None and len(eqr):  # lines 25-28
+            # released after the first instances of lines 29-35 (the order of the
+            # premises is free; a class is usually proved by its equalities' premises,
+            # and every fact with c would be checked first otherwise)
+            later = pending.setdefault(step + 1 + SPREAD, [])
             a, b = eqr.cols
             c = a[a == b]
             if len(c):
@@ -444,8 +452,8 @@ class BFEq:
                         sel = xp.flatnonzero(_isin(xp, g.cols[p], c))
                         if len(sel):
                             v = g.cols[p][sel]
-                            now.append((self.eq, (v, v),
-                                        [(n, tuple(col[sel] for col in g.cols))]))
+                            later.append((self.eq, (v, v),
+                                          [(n, tuple(col[sel] for col in g.cols))]))
         for n, rows in still.items():  # lines 29-31
             for p in self.dom.get(n, ()):
                 v = rows.cols[p]
@@ -473,15 +481,12 @@ class BFEq:
                 heads = self._rows(h, tuple(cols), len(cols[0]) if cols else 1)
             atoms = _atoms(rule)
             wanted = tuple(sorted({v for a in atoms for t in a.args for v in term_vars(t)}))
-            outs = backward(self.ev, rule, heads, self._i_minus_s, self._i_minus_s, wanted)
-            k = sum(o.count for o in outs)
+            cols = self._instances(rule, heads, wanted)
+            k = len(cols[0]) if cols else 0
             self.stats.backward += k
             self.stats.derivations += k
-            outs = [o for o in outs if o.n]
-            if not outs or not atoms:
+            if not k or not atoms:
                 continue
-            cols = [xp.concatenate([o.cols[i][:o.n] for o in outs])
-                    for i in range(len(wanted) + 1)]
             order = argsort_keys(self.be, cols[0])
             cols = [c[order] for c in cols]
             fact = cols[0]
@@ -500,6 +505,65 @@ class BFEq:
                     body.append((a.relation, acols))
                 pending.setdefault(step + 1 + int(d), []).append(
                     (h, tuple(c[sel] for c in owner_all), body))
+
+    def _instances(self, rule: Rule, heads: RowSet, wanted: tuple[str, ...]) -> list[Any]:
+        """Lines 32–33: the instances of ``rule`` over ``I \\ S`` whose head is one of
+        ``heads``: columns (index into ``heads``, then the values of ``wanted``).  The
+        head is bound and the body atoms joined one at a time, the atom with the smallest
+        estimated fan-out first (as DRed≈'s backward step: the evaluator's own order can
+        start from an atom bound only by a low-selectivity column)."""
+        xp = self.xp
+        if any(not isinstance(t, Var) for t in rule.head.args) or any(
+                not isinstance(lit, Atom) for lit in rule.body):
+            outs = backward(self.ev, rule, heads, self._i_minus_s, self._i_minus_s, wanted)
+            outs = [o for o in outs if o.n]
+            if not outs:
+                return []
+            return [xp.concatenate([o.cols[i][:o.n] for o in outs])
+                    for i in range(len(wanted) + 1)]
+        n = len(heads)
+        cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
+        ok = xp.ones(n, dtype=bool)
+        for p, t in enumerate(rule.head.args):
+            col = heads.cols[p]
+            if t.name in cols:  # type: ignore[union-attr]
+                ok &= cols[t.name] == col  # type: ignore[union-attr]
+            else:
+                cols[t.name] = col  # type: ignore[union-attr]
+        idx = xp.flatnonzero(ok)
+        if not len(idx):
+            return []
+        b = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
+        atoms = list(_atoms(rule))
+        keep = set(wanted)
+        while atoms and b.n:
+            bound = set(b.cols)
+
+            def est(a: Atom, bound: set[str] = bound) -> float:
+                pos = tuple(p for p, t in enumerate(a.args)
+                            if not isinstance(t, Var) or t.name in bound)
+                return _fanout(self._fan, self.I.__getitem__, a.relation, pos)
+
+            a = min(atoms, key=est)
+            atoms.remove(a)
+            later = set(keep)
+            for other in atoms:
+                later |= {t.name for t in other.args if isinstance(t, Var)}
+            names = [v for v in b.cols if v == "#fact" or v in later]
+            names += sorted({t.name for t in a.args if isinstance(t, Var)
+                             and t.name not in bound and t.name in later})
+            q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
+            outs = [o for o in self.ev.evaluate(q, [self._i_minus_s(a.relation)], {},
+                                                initial=b) if o.n]
+            if not outs:
+                return []
+            got = RowSet.from_columns(self.be, tuple(
+                xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(names))),
+                len(names))
+            b = Bindings(dict(zip(names, got.cols)), len(got))
+        if not b.n:
+            return []
+        return [b.cols["#fact"], *(b.cols[v] for v in wanted)]
 
     def _release(self, entries: list[Any]) -> Batch:
         """Facts of the released entries whose owner is not all proved (lines 28, 31,
@@ -634,8 +698,13 @@ class BFEq:
                 self.stats.derivations += sum(o.count for o in got)
                 outs.setdefault(rule.head.relation, []).extend(got)
             full = []
-            for rule in self.Gamma:  # lines 48-50
+            for rule, fp in zip(self.Gamma, self.functional):  # lines 48-50
                 atoms = _atoms(rule)
+                if fp is not None:
+                    if atoms[0].relation in dd:
+                        got = self._star(rule, fp, dd[atoms[0].relation])
+                        outs.setdefault(rule.head.relation, []).extend(got)
+                    continue
                 for p, roles in delta_variants(atoms, dd.__contains__):
                     sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     got = self.ev.evaluate(rule, sources, {}, delta=dd[atoms[p].relation])
@@ -644,6 +713,44 @@ class BFEq:
             for n, o in outs.items():
                 prove.setdefault(n, []).append(self._outputs(n, o))
             cand = self._prove(prove)
+
+    def _star(self, rule: Rule, p: int, delta: RunSet) -> list[Any]:
+        """``same(y1, y2) :- R(x̄, y1), R(x̄, y2)`` over V \\ P̂ for the groups x̄ with a
+        fact in the round's Δ: the edges (smallest y of the group, y), whose closure is
+        that of the rule's n² heads (as Mat≈'s ``EqualityEngine._star``); γ, and so P \\ P̂,
+        are the same, while the n² facts a≈b, each outdated at once (P̂), are not made."""
+        xp = self.xp
+        from .rule_eval import RuleOutput
+
+        atom = _atoms(rule)[0]
+        rows = self._select_consts(atom, self.PV[atom.relation].compact())
+        d = self._select_consts(atom, delta.compact())
+        if not len(d) or not len(rows):
+            return []
+        g = [i for i in range(rows.arity) if i != p and isinstance(atom.args[i], Var)]
+        if g:
+            groups = RowSet.from_columns(self.be, tuple(d.cols[i] for i in g), len(g))
+            rows = rows.select(groups.contains(tuple(rows.cols[i] for i in g)))
+        cols = RowSet.from_columns(self.be, (*(rows.cols[i] for i in g), rows.cols[p]),
+                                   len(g) + 1).cols
+        n = len(cols[-1])
+        same = xp.ones(n, dtype=bool)
+        for c in cols[:-1]:
+            same[1:] &= c[1:] == c[:-1]
+        start = ~same if g else xp.zeros(n, dtype=bool)
+        start[0] = True
+        first = xp.cumsum(start) - 1
+        y = cols[-1]
+        self.stats.derivations += n
+        return [RuleOutput((y[xp.flatnonzero(start)][first], y), n)]
+
+    def _select_consts(self, atom: Atom, rows: RowSet) -> RowSet:
+        mask = None
+        for i, t in enumerate(atom.args):
+            if not isinstance(t, Var):
+                m = rows.cols[i] == const_value(t, self.ev.symbols)
+                mask = m if mask is None else mask & m
+        return rows if mask is None else rows.select(mask)
 
     def _prove(self, heads: dict[str, list[RowSet]]) -> dict[str, list[RowSet]]:
         """Algorithm 7 for a batch: π(F) ∈ C → P (the next round), else Y."""

@@ -81,12 +81,12 @@ from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
 from gpu_engine.kernels.sets import argsort_keys
 
-from .affected import backward
+from .affected import backward, may_match
 from .engine import _atoms
 from .equality import domain_vars, flows_in, functional_pattern
 from .equality_maintenance import _fanout, _normal_rules
 from .expr import const_value, term_vars
-from .ir import Atom, Rule, Var
+from .ir import Atom, Const, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import Bindings
@@ -383,7 +383,7 @@ class BFEq:
             atoms = _atoms(rule)
             outs = []
             for i, a in enumerate(atoms):
-                if a.relation not in dd:
+                if a.relation not in dd or not may_match(self.ev, a, dd[a.relation]):
                     continue
                 sources = [dd[b.relation] if j == i else rest[b.relation]
                            for j, b in enumerate(atoms)]
@@ -513,7 +513,7 @@ class BFEq:
         estimated fan-out first (as DRed≈'s backward step: the evaluator's own order can
         start from an atom bound only by a low-selectivity column)."""
         xp = self.xp
-        if any(not isinstance(t, Var) for t in rule.head.args) or any(
+        if any(not isinstance(t, (Var, Const)) for t in rule.head.args) or any(
                 not isinstance(lit, Atom) for lit in rule.body):
             outs = backward(self.ev, rule, heads, self._i_minus_s, self._i_minus_s, wanted)
             outs = [o for o in outs if o.n]
@@ -526,7 +526,9 @@ class BFEq:
         ok = xp.ones(n, dtype=bool)
         for p, t in enumerate(rule.head.args):
             col = heads.cols[p]
-            if t.name in cols:  # type: ignore[union-attr]
+            if isinstance(t, Const):
+                ok &= col == const_value(t, self.ev.symbols)
+            elif t.name in cols:  # type: ignore[union-attr]
                 ok &= cols[t.name] == col  # type: ignore[union-attr]
             else:
                 cols[t.name] = col  # type: ignore[union-attr]
@@ -706,6 +708,8 @@ class BFEq:
                         outs.setdefault(rule.head.relation, []).extend(got)
                     continue
                 for p, roles in delta_variants(atoms, dd.__contains__):
+                    if not may_match(self.ev, atoms[p], dd[atoms[p].relation]):
+                        continue
                     sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     got = self.ev.evaluate(rule, sources, {}, delta=dd[atoms[p].relation])
                     self.stats.derivations += sum(o.count for o in got)

@@ -59,7 +59,7 @@ bench-eq-expand: $(STAMP)
 	$(PY) -m benchmarks.equality_expand --out benchmarks/results/equality_expand.jsonl
 
 ## fuzz-eq-update: N random update sequences (default 1000) on generated equality programs;
-##   DRed≈, auto and Remat≈ judged after every step (benchmarks/results/fuzz_eq_update.jsonl)
+##   B/F≈, DRed≈, auto and Remat≈ judged after every step (benchmarks/results/fuzz_eq_update.jsonl)
 fuzz-eq-update: $(STAMP)
 	PYTHONPATH=. $(PY) tests/eq_update_fuzz.py --sequences $(or $(N),1000) \
 	  --out benchmarks/results/fuzz_eq_update.jsonl

@@ -149,6 +149,10 @@ class BFEq:
         self.gamma = self.ids.copy()  # line 2
         self.Gamma = list(self.rules)  # line 2: Γ := Π
         self.functional = [functional_pattern(r, self.eq) for r in self.rules]
+        self.by_rel: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rules):
+            for n in {a.relation for a in _atoms(r)}:
+                self.by_rel.setdefault(n, []).append(i)
         self._r_index: tuple[Any, Any, Any, Any] | None = None
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._fan: dict[Any, float] = {}
@@ -345,7 +349,12 @@ class BFEq:
             if eqr is not None and len(eqr):  # lines 9-11
                 a, b = eqr.cols
                 c = a[(a == b) & (self.sizes[a] > 1)]
-                for n, g in self._containing(c, self._i_minus_o).items():
+                found = self._containing(c, self._i_minus_o)
+                if self.budget is not None and self.n_checked + sum(
+                        len(g) for g in found.values()) > self.budget:
+                    raise OverBudget(f"{len(c):,} classes split, and their facts would "
+                                     f"be checked too (budget {self.budget:,})")
+                for n, g in found.items():
                     cand.setdefault(n, []).append(g)
             if self.refl4:  # line 12
                 vals = [rows.cols[p] for n, rows in todo.items() for p in self.dom.get(n, ())]
@@ -569,29 +578,35 @@ class BFEq:
 
     def _release(self, entries: list[Any]) -> Batch:
         """Facts of the released entries whose owner is not all proved (lines 28, 31,
-        35), as a batch of π-normal facts of I."""
+        35), as a batch of π-normal facts of I; the owners' status is computed once per
+        relation for all entries."""
         xp = self.xp
+        owners: dict[str, list[RowSet]] = {}
+        for owner_rel, owner, body in entries:
+            m = len(body[0][1][0]) if body and body[0][1] else 1
+            owners.setdefault(owner_rel, []).append(self._rows(owner_rel, owner, m))
+        done: dict[str, RowSet] = {}
+        for n, parts in owners.items():
+            u = self._union(n, parts)
+            allp, _ = self.proved(n, u)
+            done[n] = u.select(allp)
         parts: dict[str, list[RowSet]] = {}
         for owner_rel, owner, body in entries:
-            m = len(body[0][1][0]) if body and body[0][1] else len(owner[0]) if owner else 0
-            if self.arity[owner_rel] and m:
-                orows = RowSet.from_columns(self.be, owner, self.arity[owner_rel])
-                allp, _ = self.proved(owner_rel, orows)
-                done = orows.select(allp)
-                keep = ~done.contains(owner) if len(done) else xp.ones(m, dtype=bool)
-            else:
-                keep = xp.ones(m, dtype=bool)
-                if not self.arity[owner_rel]:
-                    orows = RowSet.from_columns(self.be, (), 0, n_rows=1)
-                    allp, _ = self.proved(owner_rel, orows)
-                    if bool(allp.all()):
-                        continue
-            sel = xp.flatnonzero(keep)
-            if not len(sel):
+            m = len(body[0][1][0]) if body and body[0][1] else 1
+            d = done[owner_rel]
+            if not len(d):
+                keep = None
+            elif self.arity[owner_rel] == 0:
                 continue
+            else:
+                keep = ~d.contains(owner)
+                if not bool(keep.any()):
+                    continue
+            sel = None if keep is None or bool(keep.all()) else xp.flatnonzero(keep)
+            k = m if sel is None else len(sel)
             for n, cols in body:
-                cols = tuple(c[sel] for c in cols)
-                parts.setdefault(n, []).append(self._rows(n, cols, len(sel)))
+                cols = cols if sel is None else tuple(c[sel] for c in cols)
+                parts.setdefault(n, []).append(self._rows(n, cols, k))
         out = {}
         for n, p in parts.items():
             u = self._union(n, p)
@@ -700,7 +715,9 @@ class BFEq:
                 self.stats.derivations += sum(o.count for o in got)
                 outs.setdefault(rule.head.relation, []).extend(got)
             full = []
-            for rule, fp in zip(self.Gamma, self.functional):  # lines 48-50
+            todo = sorted({i for n in dd for i in self.by_rel.get(n, ())})
+            for i in todo:  # lines 48-50 (the rules with a body atom in the round's facts)
+                rule, fp = self.Gamma[i], self.functional[i]
                 atoms = _atoms(rule)
                 if fp is not None:
                     if atoms[0].relation in dd:

@@ -72,16 +72,36 @@ BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs Mat≈ rounds)
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
-BF_BUDGET = 0.05  # auto: B/F≈ gives up once it checked this fraction of |I|
+BF_BUDGET = 0.03  # auto: B/F≈ gives up once it checks more than this fraction of |I|
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str, str]:
-    """``auto``'s choice for a deletion of ``deleted`` explicit facts: (algorithm, note)."""
+    """``auto``'s choice for a deletion of ``deleted`` explicit facts: (algorithm, note).
+
+    Many deletions (more than :data:`LARGE_UPDATE` of a large E) rematerialise.  A
+    deletion that touches a class of two or more members, or deletes an equality, may
+    split classes: B/F≈ checks what each split costs and stops past its budget
+    (:data:`BF_BUDGET` of I); one that touches only singleton classes runs DRed≈ (bulk
+    overdeletion and rederivation, with its own budget).  Either falls back to Remat≈."""
     n_e = sum(len(e) for e in engine.explicit.values())
     if n_e >= LARGE_E and deleted > LARGE_UPDATE * n_e:
         return "remat", (f"Remat≈ (auto): {deleted:,} deletions are more than "
                          f"{LARGE_UPDATE:.0%} of the {n_e:,} explicit facts")
-    return "bf_eq", ""
+    if not deleted:
+        return "dred_eq", ""
+    eq = engine.equality
+    rho = engine.rho()
+    xp = engine.be.xp
+    sizes = xp.bincount(rho, minlength=len(rho))
+    for name, em in e_minus.items():
+        if not len(em):
+            continue
+        if name == eq.relation:
+            return "bf_eq", ""
+        for p in eq.domain.get(name, ()):
+            if bool((sizes[rho[em.cols[p]]] > 1).any()):
+                return "bf_eq", ""
+    return "dred_eq", ""
 
 Encoded = dict[str, tuple[tuple[Any, ...], int]]
 
@@ -109,7 +129,7 @@ def unsupported(engine: Any) -> str:
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                  algorithm: str | None = None) -> UpdateStats:
     """Apply E⁻ = ``delete``, E⁺ = ``insert`` to an equality engine with ``algorithm``
-    (``auto`` when None, ``dred_eq``, ``remat``; ``bf_eq`` is refused); called by
+    (``auto`` when None, ``bf_eq``, ``dred_eq``, ``remat``); called by
     :func:`gpu_engine.maintenance.apply_update`."""
     from .maintenance import _rows
 

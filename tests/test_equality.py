@@ -55,7 +55,7 @@ def test_paper_31_relational_form() -> None:
     classes = {tuple(x.values()) for x in r.equivalence_classes().to_pylist()}
     assert classes == {("a", "a"), ("a", "c"), ("b", "b"), ("b", "d")}
     st = r.update(delete={"R": [("a", "d")]})
-    assert st.algorithm == "dred≈"  # DRed≈ (gpu_engine.equality_maintenance)
+    assert st.algorithm == "b/f≈"  # auto: B/F≈ (gpu_engine.equality_bf), classes touched
     assert rows(r, "R") == rows(r, "R", False) == {("a", "b"), ("c", "d")}
     assert rows(r, "eq") == {(x, x) for x in "abcd"}
     assert sum(r.relation_sizes().values()) == 6

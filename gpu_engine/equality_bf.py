@@ -440,7 +440,22 @@ class BFEq:
             level = self._unchecked(self._release(pending.pop(step)))
 
     def _unchecked(self, facts: Batch) -> Batch:
-        return {n: r for n, f in facts.items() if len(r := self._minus(self.C[n], f))}
+        """The facts not checked yet, with (lines 29–31 ahead of time) ``c≈c`` for the
+        non-singleton classes of their domain values not in S: a fact with such a value
+        is all proved only once γ merges the class again, so it would ask for them one
+        level later anyway."""
+        out = {n: r for n, f in facts.items() if len(r := self._minus(self.C[n], f))}
+        vals = [r.cols[p] for n, r in out.items() for p in self.dom.get(n, ())]
+        if vals:
+            v = self.xp.concatenate(vals)
+            v = self.xp.unique(v[self.sizes[v] > 1])
+            if len(v):
+                cc = RowSet.from_columns(self.be, (v, v), 2)
+                cc = self._minus(self.S[self.eq], self._minus(self.C[self.eq], cc))
+                if len(cc):
+                    cur = out.get(self.eq)
+                    out[self.eq] = cc if cur is None else self._union(self.eq, [cur, cc])
+        return out
 
     def expand(self, still: Batch, step: int, pending: dict[int, list[Any]]) -> None:
         """Lines 25–35 for the facts of ``still`` (not all proved): the facts to check,
@@ -698,12 +713,18 @@ class BFEq:
             if d_eq is not None and bool((d_eq.cols[0] != d_eq.cols[1]).any()):
                 full += self._rewrite(delta)  # line 45: Algorithm 6
             prove: dict[str, list[RowSet]] = {}
-            if self.refl4:  # line 47
+            if self.refl4 and delta:  # line 47, joining this round's facts at once
                 vals = [r.cols[p] for n, r in delta.items() for p in self.dom.get(n, ())]
                 if vals:
                     c = xp.unique(xp.concatenate(vals))
-                    prove.setdefault(self.eq, []).append(
-                        RowSet.from_columns(self.be, (c, c), 2))
+                    got = self._prove({self.eq: [RowSet.from_columns(self.be, (c, c), 2)]})
+                    if got:  # reflexive and γ-normal: no merge, processed with the round
+                        cc = self._minus(self.PV[self.eq], got[self.eq][0])
+                        cur = delta.get(self.eq)
+                        if cur is not None and len(cc):
+                            cc = self._union(self.eq, [cur, cc])
+                        if len(cc):
+                            delta[self.eq] = cc
             old = dict(self.PV)
             for n, d in delta.items():
                 self.PV[n] = self.PV[n].append(d)

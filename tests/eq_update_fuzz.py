@@ -94,8 +94,9 @@ def _step(rng: random.Random, kinds: dict[str, tuple[str, ...]], facts: Facts,
     return ins, dele
 
 
-def run_sequence(seed: int, steps: int = 6) -> dict:
-    """One sequence; returns its record (``disagreements`` lists what differed)."""
+def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) -> dict:
+    """One sequence on the update paths ``paths_run``; returns its record
+    (``disagreements`` lists what differed)."""
     case = equality_program(seed)
     rng = random.Random(seed * 7919 + 1)
     lines = case.text.splitlines()
@@ -104,12 +105,13 @@ def run_sequence(seed: int, steps: int = 6) -> dict:
     for n, rows in case.spelled.inline_facts.items():
         facts[n] = {tuple(r) for r in rows}
     spelled = replace(case.spelled, inline_facts={})
-    paths = {p: _fresh(rules_text, facts) for p in PATHS}
+    paths = {p: _fresh(rules_text, facts) for p in paths_run}
+    some = paths["remat"] if "remat" in paths else next(iter(paths.values()))
     record: dict = {"seed": seed, "steps": 0, "disagreements": [], "paths": {},
                     "exploded": 0}
     deleted: list[tuple[str, Row]] = []
     for step in range(steps):
-        ins, dele = _step(rng, case.kinds, facts, deleted, paths["remat"])
+        ins, dele = _step(rng, case.kinds, facts, deleted, some)
         for n, rows in dele.items():
             deleted.extend((n, r) for r in rows)
         for p, r in paths.items():
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sequences", type=int, default=1000)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help="update paths to run and judge (default: all)")
     ap.add_argument("--out", default="benchmarks/results/fuzz_eq_update.jsonl")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     exploded = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
-            rec = run_sequence(seed, args.steps)
+            rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")))
             for k, v in rec["paths"].items():
                 paths[k] = paths.get(k, 0) + v
             exploded += rec["exploded"]
@@ -162,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"seed {seed}: {rec['disagreements'][:3]}", flush=True)
             f.write(json.dumps(rec) + "\n")
         summary = {"summary": True, "sequences": args.sequences, "steps": args.steps,
+                   "start": args.start, "paths": args.paths,
                    "disagreeing_sequences": bad, "updates_by_path": paths,
                    "updates_that_split_classes": exploded,
                    "seconds": round(time.perf_counter() - t0, 1)}

@@ -467,17 +467,11 @@ class BFEq:
             # released after the first instances of lines 29-35 (the order of the
             # premises is free; a class is usually proved by its equalities' premises,
             # and every fact with c would be checked first otherwise)
-            later = pending.setdefault(step + 1 + SPREAD, [])
+            # the facts with c are looked up at the release, for the c≈c still unproved
             a, b = eqr.cols
             c = a[a == b]
             if len(c):
-                for n, g in self._containing(c, self._i_minus_s).items():
-                    for p in self.dom[n]:
-                        sel = xp.flatnonzero(_isin(xp, g.cols[p], c))
-                        if len(sel):
-                            v = g.cols[p][sel]
-                            later.append((self.eq, (v, v),
-                                          [(n, tuple(col[sel] for col in g.cols))]))
+                pending.setdefault(step + 1 + SPREAD, []).append((self.eq, (c, c), None))
         for n, rows in still.items():  # lines 29-31
             for p in self.dom.get(n, ()):
                 v = rows.cols[p]
@@ -596,6 +590,21 @@ class BFEq:
         35), as a batch of π-normal facts of I; the owners' status is computed once per
         relation for all entries."""
         xp = self.xp
+        deferred = [e for e in entries if e[2] is None]
+        entries = [e for e in entries if e[2] is not None]
+        if deferred:  # lines 25-28 for the c≈c not proved yet
+            cc = self._union(self.eq, [RowSet.from_columns(self.be, o, 2)
+                                       for _, o, _ in deferred])
+            allp, _ = self.proved(self.eq, cc)
+            c = cc.cols[0][~allp]
+            if len(c):
+                for n, g in self._containing(c, self._i_minus_s).items():
+                    for p in self.dom[n]:
+                        sel = xp.flatnonzero(_isin(xp, g.cols[p], c))
+                        if len(sel):
+                            v = g.cols[p][sel]
+                            entries.append((self.eq, (v, v),
+                                            [(n, tuple(col[sel] for col in g.cols))]))
         owners: dict[str, list[RowSet]] = {}
         for owner_rel, owner, body in entries:
             m = len(body[0][1][0]) if body and body[0][1] else 1

@@ -94,7 +94,11 @@ from .runs import RunSet
 from .stats import UpdateStats
 
 SPREAD = 2  # levels between the releases of 1, 1, 2, 4, ... backward instances of a fact
-EXPAND_LIMIT = 1 << 16  # line 40: expand F^π when it has at most this many rows (+|E′|)
+# line 40: F^π ∩ E′ by expanding F when F^π has at most EXPAND_MIN rows or fewer than
+# |E′|/EXPAND_FACTOR (measured: a gather and a membership test per row of E′ cost about
+# an eighth of expanding, sorting and looking up a row of F^π)
+EXPAND_MIN = 4096
+EXPAND_FACTOR = 8
 
 Batch = dict[str, RowSet]
 
@@ -598,7 +602,12 @@ class BFEq:
             allp, _ = self.proved(self.eq, cc)
             c = cc.cols[0][~allp]
             if len(c):
-                for n, g in self._containing(c, self._i_minus_s).items():
+                found = self._containing(c, self._i_minus_s)
+                if self.budget is not None and self.n_checked + sum(
+                        len(g) for g in found.values()) > self.budget:
+                    raise OverBudget(f"{len(c):,} classes are not proved, and their facts "
+                                     f"would be checked too (budget {self.budget:,})")
+                for n, g in found.items():
                     for p in self.dom[n]:
                         sel = xp.flatnonzero(_isin(xp, g.cols[p], c))
                         if len(sel):
@@ -675,7 +684,7 @@ class BFEq:
             for p in pos:
                 prod = prod * self.sizes[rows.cols[p]]
             total = int(prod.sum())
-        if total <= EXPAND_LIMIT + len(e):
+        if total <= EXPAND_MIN or EXPAND_FACTOR * total <= len(e):
             cols = list(rows.cols)
             for p in pos:
                 v = cols[p]

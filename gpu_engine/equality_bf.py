@@ -20,8 +20,8 @@ What is per fact in the paper is per frontier here:
   checked since the last scan (incremental, brief pitfall 2), and the facts of the round
   that are not all proved propagate together (lines 9–15: a query per domain column for
   the facts containing a split class's constant; one seminaive variant per body atom for
-  π(Π).matchBody over ``I \\ O``); every fact of the round joins O (line 16, outside the
-  ``if`` of line 8: brief pitfall 1).
+  π(Π).matchBody over ``I \\ O``); those facts join O (line 16, inside the ``if`` of
+  line 8, as the paper indents it: see the readings below).
 * **Algorithm 4** is a breadth-first search in levels, as the batched B/F of
   :mod:`gpu_engine.backward_forward`: a level joins C (line 22) and is saturated
   (line 23); its facts not all proved (line 24) are expanded: lines 25–28 (all facts of
@@ -55,7 +55,13 @@ What is per fact in the paper is per frontier here:
 
 Readings of ambiguous lines (brief §1.4):
 
-* line 12 belongs to the ``if`` of line 8, beside line 9; line 16 is outside it;
+* line 12 belongs to the ``if`` of line 8, beside line 9; so does line 16 (O.add(F)),
+  as the paper indents it (one level deeper than line 8, like line 13).  The brief's
+  pitfall 1 suggests putting it outside; then a doubtful fact that is still proved
+  enters O, and an instance joining it with a doubtful fact disproved later is never
+  considered in line 14 (``[I \\ O]``), so its head is neither made doubtful nor
+  deleted (found by the fuzz campaign: a rule ``r0(v) :- r0("a"), r2(v, w)`` whose
+  ``r2`` fact was doubtful but held, while ``r0("a")`` lost its class);
 * line 38's voc(E) is the domain values of E′ = E \\ E⁻ (after line 4's deletions);
 * lines 12, 25–28, 37–39 and 47 are the reflexivity axioms (≈4): they run when the
   equality is reflexive and its reflexive rows are computed as a closure; when a rule
@@ -367,7 +373,7 @@ class BFEq:
                     cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (c, c), 2))
             for n, g in self.match_body(todo).items():  # lines 13-15
                 cand.setdefault(n, []).append(g)
-            for n, rows in frontier.items():  # line 16
+            for n, rows in todo.items():  # line 16, inside line 8's block
                 self._add(self.O, n, rows)
             frontier = {}
             for n, parts in cand.items():

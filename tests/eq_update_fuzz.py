@@ -67,7 +67,7 @@ def _step(rng: random.Random, kinds: dict[str, tuple[str, ...]], facts: Facts,
     """One random update: (insert, delete)."""
     ins: Facts = {n: set() for n in kinds}
     dele: Facts = {n: set() for n in kinds}
-    current = [(n, row) for n, rows in facts.items() for row in rows]
+    current = sorted(((n, row) for n, rows in facts.items() for row in rows), key=str)
     op = rng.choice(("delete", "delete", "delete_eq", "insert", "reinsert", "derived",
                      "mixed"))
     if op in ("delete", "mixed") and current:
@@ -113,7 +113,7 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) 
     for step in range(steps):
         ins, dele = _step(rng, case.kinds, facts, deleted, some)
         for n, rows in dele.items():
-            deleted.extend((n, r) for r in rows)
+            deleted.extend((n, r) for r in sorted(rows, key=str))  # seeds reproducible
         for p, r in paths.items():
             st = r.update(insert={n: _table(v) for n, v in ins.items() if v},
                           delete={n: _table(v) for n, v in dele.items() if v},

@@ -285,6 +285,37 @@ def test_streaming_sink(tmp_path: Path) -> None:
     assert sum(back.relation_sizes().values()) == 6
 
 
+def test_processed_fact_that_held_is_not_in_o() -> None:
+    """Line 16 is inside line 8's block: r2(e, f) is doubtful but holds (its normal form
+    r2(e, b) is proved through r2(e, c)), then r0("a") loses its class {a, g}; the
+    instance r0(e) :- r0("a"), r2(e, c) must still be considered from r0(g)'s side
+    (fuzz campaign, seed 345)."""
+    text = """
+    .decl same(a0: symbol, a1: symbol) equality
+    .decl r0(a0: symbol)
+    .decl r1(a0: symbol, a1: symbol)
+    .decl r2(a0: symbol, a1: symbol)
+    .decl raw(a0: symbol, a1: symbol)
+    r1(m0, m1) :- raw(m0, m1).
+    same(y1, y2) :- r2(s0, y1), r2(s0, y2), r0(y1).
+    r2(v2, v1) :- r2(v1, v1), r1(v2, v2).
+    r0(v3) :- r1(v3, v3), r0(v4).
+    r0(v5) :- r0("a"), r2(v5, v6).
+    """
+    facts = {"r0": [("b",), ("g",), ("f",)],
+             "r1": [("a", "c"), ("b", "g"), ("b", "f"), ("g", "g"), ("c", "d")],
+             "r2": [("e", "c"), ("e", "f"), ("d", "b"), ("f", "b"), ("f", "c")],
+             "same": [("a", "g"), ("f", "b")], "raw": [("d", "f")]}
+    dele = {"same": [("a", "g")], "r0": [("f",)], "r2": [("e", "f")]}
+    r = fresh(text, facts, Reasoner(text, device="cpu"))
+    assert ("e",) in rows(r, "r0")
+    st = r.update(delete=dele, algorithm="bf_eq")
+    assert st.algorithm == "b/f≈"
+    left = {n: [x for x in v if x not in dele.get(n, [])] for n, v in facts.items()}
+    assert same_state(r, fresh(text, left, r))
+    assert ("e",) not in rows(r, "r0")
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_random_update_sequences(seed: int) -> None:
     """Judge J4: after every step of a random sequence (deletions splitting classes,

@@ -324,3 +324,59 @@ def test_random_update_sequences(seed: int) -> None:
     rec = run_sequence(1000 + seed, steps=5)
     assert rec["disagreements"] == [], rec
     assert rec["paths"].get("b/f≈", 0) > 0 or rec["paths"].get("mat≈", 0) > 0
+
+
+def test_bf_eq_update_killed_leaves_old_or_new_store(tmp_path: Path) -> None:
+    """The crash test with equality in the store: ``update --algorithm bf_eq`` killed
+    with SIGKILL at random moments leaves the store loadable and equal to the state
+    before or after the update (rewritten rows and classes), never a mixture."""
+    import random
+    import signal
+    import time
+
+    from gpu_engine.host.store import open_store, save_store
+
+    prog = tmp_path / "p.dl"
+    prog.write_text(PAPER_31.replace(".decl R(x: symbol, y: symbol)",
+                                     ".decl R(x: symbol, y: symbol)\n.input R"))
+    facts = [(f"s{i}", f"o{i % 7}") for i in range(60)] + [("a", "d"), ("c", "d")]
+    r = Reasoner(prog, device="cpu")
+    r.add_facts("R", facts)
+    r.materialise()
+    save_store(r, tmp_path / "db")
+
+    def state() -> tuple:
+        s = open_store(tmp_path / "db", device="cpu")
+        return (tuple(sorted(rows(s, n, False)) for n in ("R", "eq")),
+                tuple(sorted(tuple(x.values()) for x in s.equivalence_classes().to_pylist())))
+
+    dirs = []
+    for k, (ins, dele) in enumerate((([], [("a", "d"), ("s3", "o3")]),
+                                     ([("a", "d"), ("s3", "o3")], []))):
+        for kind, rs in (("ins", ins), ("del", dele)):
+            d = tmp_path / f"{kind}{k}"
+            d.mkdir()
+            (d / "R.facts").write_text("".join(f"{x}\t{y}\n" for x, y in rs))
+        dirs.append([sys.executable, "-m", "gpu_engine.host.cli", "update",
+                     str(tmp_path / "db"), "--insert", str(tmp_path / f"ins{k}"), "--delete",
+                     str(tmp_path / f"del{k}"), "--algorithm", "bf_eq", "--device", "cpu",
+                     "--quiet"])
+    root = Path(__file__).parent.parent
+    s0 = state()
+    t0 = time.monotonic()
+    assert subprocess.run(dirs[0], cwd=root, capture_output=True).returncode == 0
+    t_run = time.monotonic() - t0
+    s1 = state()
+    assert s0 != s1
+    states, cur = (s0, s1), 1
+    rng = random.Random(7)
+    for _ in range(4):
+        proc = subprocess.Popen(dirs[cur], cwd=root, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.0) * t_run)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        now = state()
+        assert now in states
+        cur = 1 - states.index(now)

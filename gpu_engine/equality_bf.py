@@ -166,6 +166,7 @@ class BFEq:
         self._r_index: tuple[Any, Any, Any, Any] | None = None
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._fan: dict[Any, float] = {}
+        self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
         empty = {n: RunSet.empty(be, self.arity[n]) for n in self.rels}
         self.D, self.O, self.C, self.S = dict(empty), dict(empty), dict(empty), dict(empty)
         self.PV, self.Y = dict(empty), dict(empty)
@@ -385,10 +386,21 @@ class BFEq:
         self.propagate_changes()  # line 17
 
     def _i_minus_o(self, n: str) -> RunSet:
-        return self.I[n].without(self.O[n].compact()) if len(self.O[n]) else self.I[n]
+        return self._i_minus(n, self.O[n])
 
     def _i_minus_s(self, n: str) -> RunSet:
-        return self.I[n].without(self.S[n].compact()) if len(self.S[n]) else self.I[n]
+        return self._i_minus(n, self.S[n])
+
+    def _i_minus(self, n: str, x: RunSet) -> RunSet:
+        """I \\ x (x ⊆ I) as tombstones on I's runs, cached per version of x."""
+        if not len(x):
+            return self.I[n]
+        hit = self._minus_cache.get((n, id(x)))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        out = self.I[n].without(x.compact())
+        self._minus_cache[(n, id(x))] = (x, out)
+        return out
 
     def match_body(self, todo: Batch) -> Batch:
         """Lines 13–15: heads of π(Π) instances with a body atom in ``todo``, the other

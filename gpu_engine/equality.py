@@ -343,6 +343,7 @@ class EqualityEngine(Engine):
             rules, rec, nonrec = self._original[s.index]
             s.rules[:], s.recursive_rules[:], s.nonrecursive_rules[:] = rules, rec, nonrec
         stats = super()._materialise()
+        self.materialise_seconds = stats.seconds  # B/F≈'s time budget (equality_bf)
         if not self.reflexive_as_rules and self.equality.reflexive:
             self._reflexive_closure()
         eq = self.equality.relation

@@ -80,6 +80,7 @@ terms in body atoms) are maintained by Remat≈ (``equality_maintenance``).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from gpu_engine.kernels.backend import INDEX
@@ -133,8 +134,11 @@ class BFEq:
     (module docstring); :meth:`run` installs the new materialisation and ρ."""
 
     def __init__(self, engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, RunSet],
-                 stats: UpdateStats, budget: int | None = None) -> None:
+                 stats: UpdateStats, budget: int | None = None,
+                 seconds: float | None = None) -> None:
         self.engine, self.stats, self.budget = engine, stats, budget
+        self.deadline = None if seconds is None else time.perf_counter() + seconds
+        self.seconds = seconds
         self.be = be = engine.be
         self.xp = xp = be.xp
         self.ev = engine.evaluator
@@ -383,7 +387,16 @@ class BFEq:
                 new = self._add(self.D, n, u)
                 if len(new):
                     frontier[n] = new
+            waiting = sum(len(x) for x in frontier.values())
+            if self.budget is not None and self.n_checked + waiting > self.budget:
+                raise OverBudget(f"{waiting:,} more doubtful facts would be checked "
+                                 f"(budget {self.budget:,})")
+            self._on_time()
         self.propagate_changes()  # line 17
+
+    def _on_time(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise OverBudget(f"it ran longer than {self.seconds:.2f} s (its time budget)")
 
     def _i_minus_o(self, n: str) -> RunSet:
         return self._i_minus(n, self.O[n])
@@ -453,6 +466,7 @@ class BFEq:
                 self.recent.append(level)
                 if self.budget is not None and self.n_checked > self.budget:
                     raise OverBudget(f"it checked more than {self.budget:,} facts")
+                self._on_time()
                 self.saturate(level)  # line 23
                 still = self._not_all_proved(level)  # line 24
                 self.expand(still, step, pending)  # lines 25-35
@@ -737,6 +751,7 @@ class BFEq:
         xp = self.xp
         full: list[Rule] = []
         while cand or full:
+            self._on_time()
             delta: Batch = {}
             for n, parts in cand.items():  # lines 42-44: γ-normal, not processed
                 u = self._union(n, parts)
@@ -945,10 +960,12 @@ def _isin(xp: Any, a: Any, sorted_vals: Any) -> Any:
 
 
 def bf_eq(engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, RunSet],
-          stats: UpdateStats, budget: int | None = None) -> None:
+          stats: UpdateStats, budget: int | None = None, seconds: float | None = None
+          ) -> None:
     """B/F≈ for E⁻ (E′ = ``new_e`` already without it); installs ρ′ and I′ on ``engine``.
-    Raises :class:`OverBudget` (nothing installed) past ``budget`` checked facts."""
-    BFEq(engine, e_minus, new_e, stats, budget).run()
+    Raises :class:`OverBudget` (nothing installed) past ``budget`` checked facts or
+    ``seconds``."""
+    BFEq(engine, e_minus, new_e, stats, budget, seconds).run()
     engine.explicit = new_e
     engine.counters = {}
     engine.module_state = {}

@@ -73,6 +73,8 @@ BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 BF_BUDGET = 0.03  # auto: B/F≈ gives up once it checks more than this fraction of |I|
+BF_TIME = 0.4  # ... or runs longer than this share of the last materialisation's time
+BF_MIN_SECONDS = 0.5  # ... but never less than this (tiny programs, a loaded machine)
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str, str]:
@@ -179,9 +181,12 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             from .equality_bf import bf_eq
 
             n_i = sum(len(engine.store[n]) for n in engine.program.relations)
+            last = getattr(engine, "materialise_seconds", None)
             try:
                 bf_eq(engine, e_minus, new_e, stats,
-                      max(int(BF_BUDGET * n_i), LARGE_E) if alg == "auto" else None)
+                      max(int(BF_BUDGET * n_i), LARGE_E) if alg == "auto" else None,
+                      max(BF_TIME * last, BF_MIN_SECONDS) if alg == "auto" and last
+                      else None)
             except BFOverBudget as exc:
                 engine.state = saved
                 engine.set_rho(saved_rho)

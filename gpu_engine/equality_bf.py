@@ -86,7 +86,7 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
-from gpu_engine.kernels.sets import argsort_keys
+from gpu_engine.kernels.sets import argsort_keys, unique_keys
 
 from .affected import backward, may_match
 from .engine import _atoms
@@ -254,7 +254,7 @@ class BFEq:
         out: dict[str, list[RowSet]] = {}
         if not len(vals):
             return {}
-        vals = self.xp.unique(vals)
+        vals = _unique(self.be, vals)
         for n, pos in self.dom.items():
             src = source(n)
             if not len(src):
@@ -374,7 +374,7 @@ class BFEq:
             if self.refl4:  # line 12
                 vals = [rows.cols[p] for n, rows in todo.items() for p in self.dom.get(n, ())]
                 if vals:
-                    c = xp.unique(xp.concatenate(vals))
+                    c = _unique(self.be, xp.concatenate(vals))
                     cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (c, c), 2))
             for n, g in self.match_body(todo).items():  # lines 13-15
                 cand.setdefault(n, []).append(g)
@@ -484,7 +484,7 @@ class BFEq:
         vals = [r.cols[p] for n, r in out.items() for p in self.dom.get(n, ())]
         if vals:
             v = self.xp.concatenate(vals)
-            v = self.xp.unique(v[self.sizes[v] > 1])
+            v = _unique(self.be, v[self.sizes[v] > 1])
             if len(v):
                 cc = RowSet.from_columns(self.be, (v, v), 2)
                 cc = self._minus(self.S[self.eq], self._minus(self.C[self.eq], cc))
@@ -549,7 +549,7 @@ class BFEq:
             delay = SPREAD * xp.floor(xp.log2(rank + 1)).astype(INDEX)
             owner_all = self._gather(h, tuple(c[fact] for c in heads.cols), self.rho)
             vals = dict(zip(wanted, cols[1:]))
-            for d in self.be.to_host(xp.unique(delay)).tolist():
+            for d in self.be.to_host(_unique(self.be, delay)).tolist():
                 sel = xp.flatnonzero(delay == d)
                 body = []
                 for a in atoms:
@@ -767,7 +767,7 @@ class BFEq:
             if self.refl4 and delta:  # line 47, joining this round's facts at once
                 vals = [r.cols[p] for n, r in delta.items() for p in self.dom.get(n, ())]
                 if vals:
-                    c = xp.unique(xp.concatenate(vals))
+                    c = _unique(self.be, xp.concatenate(vals))
                     got = self._prove({self.eq: [RowSet.from_columns(self.be, (c, c), 2)]})
                     if got:  # reflexive and γ-normal: no merge, processed with the round
                         cc = self._minus(self.PV[self.eq], got[self.eq][0])
@@ -873,7 +873,7 @@ class BFEq:
         a, b = delta[self.eq].cols
         off = a != b
         a, b = self.gamma[a[off]], self.gamma[b[off]]
-        verts = xp.unique(xp.concatenate([a, b]))
+        verts = _unique(self.be, xp.concatenate([a, b]))
         ia, ib = xp.searchsorted(verts, a), xp.searchsorted(verts, b)
         method = "array" if len(verts) < (1 << 16) else "auto"
         label = connected_components(self.be, ia, ib, len(verts), method=method)
@@ -951,6 +951,12 @@ class BFEq:
         s.note = (f"B/F≈: {s.overdeleted:,} doubtful, {s.checked:,} checked, "
                   f"{s.proved:,} proved, {s.disproved:,} disproved, {deleted:,} deleted, "
                   f"{added:,} re-added; {split:,} constants left a split class")
+
+
+def _unique(be: Any, values: Any) -> Any:
+    """Sorted distinct values by sorting (NumPy's hash-based ``unique`` is slower on
+    integer columns; ``kernels.sets.unique_keys``)."""
+    return unique_keys(be, values)
 
 
 def _isin(xp: Any, a: Any, sorted_vals: Any) -> Any:

@@ -591,6 +591,19 @@ class BFEq:
             return []
         b = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
         atoms = list(_atoms(rule))
+        if len(atoms) == 1 and all(not isinstance(t, Var) or t.name in b.cols
+                                   for t in atoms[0].args):
+            # one body atom, every variable bound by the head: the body fact is the
+            # head's image, an instance iff it is in I \ S (no join needed)
+            a = atoms[0]
+            acols = tuple(b.cols[t.name] if isinstance(t, Var)
+                          else xp.full(b.n, const_value(t, self.ev.symbols), dtype=INDEX)
+                          for t in a.args)
+            hit = self._i_minus_s(a.relation).contains(acols, b.n)
+            sel = xp.flatnonzero(hit)
+            if not len(sel):
+                return []
+            return [b.cols["#fact"][sel], *(b.cols[v][sel] for v in wanted)]
         keep = set(wanted)
         while atoms and b.n:
             bound = set(b.cols)
@@ -796,6 +809,12 @@ class BFEq:
                         got = self._star(rule, fp, dd[atoms[0].relation])
                         outs.setdefault(rule.head.relation, []).extend(got)
                     continue
+                if len(atoms) == 1 and len(rule.body) == 1:  # a projection of Δ
+                    got = self._project(rule, dd[atoms[0].relation])
+                    if got is not None:
+                        self.stats.derivations += got.n
+                        outs.setdefault(rule.head.relation, []).append(got)
+                        continue
                 for p, roles in delta_variants(atoms, dd.__contains__):
                     if not may_match(self.ev, atoms[p], dd[atoms[p].relation]):
                         continue
@@ -836,6 +855,36 @@ class BFEq:
         y = cols[-1]
         self.stats.derivations += n
         return [RuleOutput((y[xp.flatnonzero(start)][first], y), n)]
+
+    def _project(self, rule: Rule, delta: RunSet) -> Any:
+        """The heads of a rule with one body atom (variables and constants only) over
+        Δ, as column operations (None: the rule has another shape)."""
+        from .rule_eval import RuleOutput
+
+        xp = self.xp
+        a = rule.body[0]
+        if not isinstance(a, Atom) or not all(isinstance(t, (Var, Const))
+                                              for t in (*a.args, *rule.head.args)):
+            return None
+        rows = delta.compact()
+        mask = xp.ones(len(rows), dtype=bool)
+        first: dict[str, Any] = {}
+        for i, t in enumerate(a.args):
+            c = rows.cols[i]
+            if isinstance(t, Const):
+                mask &= c == const_value(t, self.ev.symbols)
+            elif t.name in first:
+                mask &= first[t.name] == c
+            else:
+                first[t.name] = c
+        if any(isinstance(t, Var) and t.name not in first for t in rule.head.args):
+            return None
+        sel = xp.flatnonzero(mask)
+        n = len(sel)
+        cols = tuple(first[t.name][sel] if isinstance(t, Var)
+                     else xp.full(n, const_value(t, self.ev.symbols), dtype=INDEX)
+                     for t in rule.head.args)
+        return RuleOutput(cols, n)
 
     def _select_consts(self, atom: Atom, rows: RowSet) -> RowSet:
         mask = None

@@ -20,7 +20,8 @@ The shape (``version`` 1; every time in seconds)::
                                "module"}]}]},
       "update": {...},                (update) the --stats content: algorithm, seconds,
                                        deleted, inserted, overdeleted, rederived, added,
-                                       facts, derivations, backward, modules, note
+                                       facts, derivations, backward, checked, proved,
+                                       disproved (B/F≈), modules, note
       "query": {"text", "rows"},      (query)
       "relations": {"<name>": facts}  (run, update) sizes after the command (declared
                                        relations; hidden ones such as ``@agg1`` left out)

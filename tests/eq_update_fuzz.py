@@ -119,7 +119,8 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) 
                           delete={n: _table(v) for n, v in dele.items() if v},
                           algorithm=p)
             record["paths"][st.algorithm] = record["paths"].get(st.algorithm, 0) + 1
-            if "exploded" in st.note:
+            m = re.search(r"([\d,]+) constants left a split class", st.note)
+            if "exploded" in st.note or (m and m.group(1) != "0"):  # DRed≈ or B/F≈
                 record["exploded"] += 1
         for n in case.kinds:
             facts[n] = (facts[n] - dele[n]) | ins[n]

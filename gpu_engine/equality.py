@@ -49,7 +49,7 @@ are evaluated as rules ``same(x, x) :- R(.., x, ..)`` (as the spelled-out progra
 What the paper does not cover is refused by the front end (``host/lang/dl_equality.py``):
 negation, comparisons other than ``=``, functors and aggregates over domain columns,
 choice and subsumption over them, and derivation counters (Counting, DRed^c).  Updates
-rematerialise (Remat≈).
+run DRed≈ (``equality_maintenance``), B/F≈ (``equality_bf``) or Remat≈.
 """
 
 from __future__ import annotations

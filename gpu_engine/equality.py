@@ -219,6 +219,30 @@ def reads_equality(program: Program, rules: list[Rule]) -> bool:
 # --- the engine -------------------------------------------------------------------------
 
 
+def star_edges(be: Any, atom: Atom, p: int, rows: RowSet,
+               delta: RowSet) -> tuple[tuple[Any, Any], int]:
+    """The star edges of ``same(y1, y2) :- R(x̄, y1), R(x̄, y2)`` (``y`` at position
+    ``p`` of ``atom``) for the groups x̄ of ``rows`` that have a row in ``delta``: the head
+    columns (smallest y of the group, y) for every y of such a group, and their number."""
+    xp = be.xp
+    g = [i for i in range(rows.arity) if i != p and isinstance(atom.args[i], Var)]
+    if g:
+        groups = RowSet.from_columns(be, tuple(delta.cols[i] for i in g), len(g))
+        rows = rows.select(groups.contains(tuple(rows.cols[i] for i in g)))
+    cols = RowSet.from_columns(be, (*(rows.cols[i] for i in g), rows.cols[p]),
+                               len(g) + 1).cols
+    n = len(cols[-1])
+    same = xp.ones(n, dtype=bool)
+    for c in cols[:-1]:
+        same[1:] &= c[1:] == c[:-1]
+    start = ~same if g else xp.zeros(n, dtype=bool)
+    if n:
+        start[0] = True
+    first = xp.cumsum(start) - 1
+    y = cols[-1]
+    return (y[xp.flatnonzero(start)][first], y), n
+
+
 class EqualityEngine(Engine):
     """An :class:`Engine` for a program with an equality relation: Mat≈ (module docstring).
 
@@ -570,7 +594,6 @@ class EqualityEngine(Engine):
         what paper 001's fact-at-a-time saturate considers (each new fact meets the one
         rewritten fact of its group)."""
         t0 = time.perf_counter()
-        xp = self.be.xp
         atom = _atoms(rule)[0]
         rows = self.store[atom.relation].compact()
         if id(rule) not in full:
@@ -580,21 +603,7 @@ class EqualityEngine(Engine):
         rows, d = self._select_consts(atom, rows), self._select_consts(atom, d)
         if len(d) == 0:
             return
-        g = [i for i in range(rows.arity) if i != p and isinstance(atom.args[i], Var)]
-        if g:
-            groups = RowSet.from_columns(self.be, tuple(d.cols[i] for i in g), len(g))
-            rows = rows.select(groups.contains(tuple(rows.cols[i] for i in g)))
-        cols = RowSet.from_columns(self.be, (*(rows.cols[i] for i in g), rows.cols[p]),
-                                   len(g) + 1).cols
-        n = len(cols[-1])
-        start = xp.ones(n, dtype=bool)
-        for c in cols[:-1]:
-            start[1:] &= c[1:] == c[:-1]
-        start = ~start if g else xp.zeros(n, dtype=bool)
-        start[0] = True
-        first = xp.cumsum(start) - 1
-        y = cols[-1]
-        head = (y[xp.flatnonzero(start)][first], y)
+        head, n = star_edges(self.be, atom, p, rows, d)
         outputs[rule.head.relation].append(RuleOutput(head, n))
         rs = rstats[id(rule)]
         rs.derivations += n

@@ -90,7 +90,7 @@ from gpu_engine.kernels.sets import argsort_keys, unique_keys
 
 from .affected import backward, may_match
 from .engine import _atoms
-from .equality import domain_vars, flows_in, functional_pattern
+from .equality import domain_vars, flows_in, functional_pattern, star_edges
 from .equality_maintenance import _fanout, _normal_rules
 from .expr import const_value, term_vars
 from .ir import Atom, Const, Rule, Var
@@ -831,7 +831,6 @@ class BFEq:
         fact in the round's Δ: the edges (smallest y of the group, y), whose closure is
         that of the rule's n² heads (as Mat≈'s ``EqualityEngine._star``); γ, and so P \\ P̂,
         are the same, while the n² facts a≈b, each outdated at once (P̂), are not made."""
-        xp = self.xp
         from .rule_eval import RuleOutput
 
         atom = _atoms(rule)[0]
@@ -839,22 +838,9 @@ class BFEq:
         d = self._select_consts(atom, delta.compact())
         if not len(d) or not len(rows):
             return []
-        g = [i for i in range(rows.arity) if i != p and isinstance(atom.args[i], Var)]
-        if g:
-            groups = RowSet.from_columns(self.be, tuple(d.cols[i] for i in g), len(g))
-            rows = rows.select(groups.contains(tuple(rows.cols[i] for i in g)))
-        cols = RowSet.from_columns(self.be, (*(rows.cols[i] for i in g), rows.cols[p]),
-                                   len(g) + 1).cols
-        n = len(cols[-1])
-        same = xp.ones(n, dtype=bool)
-        for c in cols[:-1]:
-            same[1:] &= c[1:] == c[:-1]
-        start = ~same if g else xp.zeros(n, dtype=bool)
-        start[0] = True
-        first = xp.cumsum(start) - 1
-        y = cols[-1]
+        head, n = star_edges(self.be, atom, p, rows, d)
         self.stats.derivations += n
-        return [RuleOutput((y[xp.flatnonzero(start)][first], y), n)]
+        return [RuleOutput(head, n)]
 
     def _project(self, rule: Rule, delta: RunSet) -> Any:
         """The heads of a rule with one body atom (variables and constants only) over

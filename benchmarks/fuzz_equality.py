@@ -62,29 +62,9 @@ def check(seed: int, device: str = "cpu") -> str | None:
 def check_insertions(case: object, want: dict, device: str) -> str | None:
     """Materialise a random part of the facts, insert the rest by an update (which must
     continue Mat≈), compare with the reference."""
-    import random
+    from eq_generators import insert_the_rest
 
-    import pandas as pd
-
-    from gpu_engine import Reasoner
-
-    lines = case.text.splitlines()  # type: ignore[attr-defined]
-    facts = [x for x in lines if x.endswith(").") and ":-" not in x]
-    rest = [x for x in lines if x not in facts]
-    rng = random.Random(case.seed)  # type: ignore[attr-defined]
-    rng.shuffle(facts)
-    k = rng.randint(0, len(facts))
-    r = Reasoner("\n".join(rest + facts[:k]) + "\n", device=device)
-    r.materialise()
-    ins: dict[str, list[tuple]] = {}
-    for f in facts[k:]:
-        name, args = f[:-2].split("(", 1)
-        vals = [a.strip().strip('"') for a in args.split(",")]
-        ins.setdefault(name, []).append(tuple(int(v) if v.isdigit() else v for v in vals))
-    tables = {n: pd.DataFrame({a: [row[i] for row in rows] for i, (a, _) in
-                               enumerate(r.program.relations[n].attributes)})
-              for n, rows in ins.items()}
-    st = r.update(insert=tables)
+    r, st = insert_the_rest(case, case.seed, 1, device)  # type: ignore[arg-type, attr-defined]
     if st.algorithm != "mat≈":
         return f"insertions ran {st.algorithm}, not mat≈"
     for name in case.kinds:  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from generators import NUMBER, SYMBOL, Atom, Const, Program, Relation, Rule, Var, render_rule
 
@@ -178,3 +179,57 @@ def spelled_text(case: EqCase) -> str:
     """The spelled-out program as text (``same`` a plain relation), for the engine."""
     return "\n".join([*case.text.replace(") equality", ")").splitlines(),
                       *(render_rule(r) for r in axioms(case.kinds))]) + "\n"
+
+
+# --- shared by the equality tests and campaigns ------------------------------------------
+
+PAPER_31 = """
+.decl R(x: symbol, y: symbol)
+.decl eq(x: symbol, y: symbol) equality
+.output R
+.output eq
+eq(y1, y2) :- R(y1, x), R(y2, x).
+eq(y1, y2) :- R(x, y1), R(x, y2).
+"""
+
+
+def paper_31(facts: list[tuple[str, str]]) -> Any:
+    """Paper 001's §3.1 program (brief §1.2) materialised over ``facts`` of R."""
+    from gpu_engine import Reasoner
+
+    r = Reasoner(PAPER_31, device="cpu")
+    r.add_facts("R", facts)
+    r.materialise()
+    return r
+
+
+def rows(r: Any, name: str, expand: bool = True) -> set[tuple]:
+    """A relation of Reasoner ``r`` as a set of tuples (expanded unless ``expand=False``)."""
+    return {tuple(x.values()) for x in r.relation(name, expand=expand).to_pylist()}
+
+
+def insert_the_rest(case: EqCase, seed: int, most: int, device: str = "cpu") -> tuple[Any, Any]:
+    """Materialise a random part of ``case``'s facts (at most ``len(facts) // most`` of
+    them, ``most`` = 1 for any part), then insert the others by one update; returns the
+    reasoner and the update's statistics (insertions must continue Mat≈)."""
+    import pandas as pd
+
+    from gpu_engine import Reasoner
+
+    lines = case.text.splitlines()
+    facts = [x for x in lines if x.endswith(").") and ":-" not in x]
+    rest = [x for x in lines if x not in facts]
+    rng = random.Random(seed)
+    rng.shuffle(facts)
+    k = rng.randint(0, len(facts) // most)
+    r = Reasoner("\n".join(rest + facts[:k]) + "\n", device=device)
+    r.materialise()
+    ins: dict[str, list[tuple]] = {}
+    for f in facts[k:]:
+        name, args = f[:-2].split("(", 1)
+        vals = [a.strip().strip('"') for a in args.split(",")]
+        ins.setdefault(name, []).append(tuple(int(v) if v.isdigit() else v for v in vals))
+    tables = {n: pd.DataFrame({a: [row[i] for row in rows] for i, (a, _) in
+                               enumerate(r.program.relations[n].attributes)})
+              for n, rows in ins.items()}
+    return r, r.update(insert=tables)

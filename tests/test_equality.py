@@ -15,31 +15,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import reference  # noqa: E402
-from eq_generators import equality_program, spelled_text  # noqa: E402
+from eq_generators import (  # noqa: E402
+    PAPER_31,
+    equality_program,
+    insert_the_rest,
+    paper_31,
+    rows,
+    spelled_text,
+)
 
 from gpu_engine import Reasoner  # noqa: E402
 from gpu_engine.ir import ProgramError  # noqa: E402
-
-PAPER_31 = """
-.decl R(x: symbol, y: symbol)
-.decl eq(x: symbol, y: symbol) equality
-.output R
-.output eq
-eq(y1, y2) :- R(y1, x), R(y2, x).
-eq(y1, y2) :- R(x, y1), R(x, y2).
-"""
-
-
-def rows(r: Reasoner, name: str, expand: bool = True) -> set[tuple]:
-    t = r.relation(name, expand=expand)
-    return {tuple(x.values()) for x in t.to_pylist()}
-
-
-def paper_31(facts: list[tuple[str, str]]) -> Reasoner:
-    r = Reasoner(PAPER_31, device="cpu")
-    r.add_facts("R", facts)
-    r.materialise()
-    return r
 
 
 def test_paper_31_relational_form() -> None:
@@ -305,28 +291,8 @@ def test_generated_fewer_derivations_than_spelled_out(seed: int) -> None:
 def test_generated_insertions_continue(seed: int) -> None:
     """Insertions continue Mat≈: a materialisation of some facts plus an update
     inserting the others equals the materialisation of all of them (expanded)."""
-    import random
-
     case = equality_program(seed)
-    lines = case.text.splitlines()
-    facts = [x for x in lines if x.endswith(").") and ":-" not in x]
-    rest = [x for x in lines if x not in facts]
-    rng = random.Random(seed)
-    rng.shuffle(facts)
-    k = rng.randint(0, len(facts) // 2)
-    r = Reasoner("\n".join(rest + facts[:k]) + "\n", device="cpu")
-    r.materialise()
-    ins: dict[str, list[tuple]] = {}
-    for f in facts[k:]:
-        name, args = f[:-2].split("(", 1)
-        vals = [a.strip().strip('"') for a in args.split(",")]
-        ins.setdefault(name, []).append(tuple(int(v) if v.isdigit() else v for v in vals))
-    import pandas as pd
-
-    tables = {n: pd.DataFrame({a: [row[i] for row in rows] for i, (a, _) in
-                               enumerate(r.program.relations[n].attributes)})
-              for n, rows in ins.items()}
-    st = r.update(insert=tables)
+    r, st = insert_the_rest(case, seed, 2)
     assert st.algorithm == "mat≈"
     want = reference.evaluate(case.spelled)
     for name in case.kinds:

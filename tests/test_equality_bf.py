@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from eq_generators import PAPER_31, paper_31, rows  # noqa: E402
 from eq_update_fuzz import run_sequence  # noqa: E402
-from test_equality_maintenance import PAPER_31, paper_31, rows  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
 

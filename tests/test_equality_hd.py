@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import reference  # noqa: E402
 from eq_generators import axioms  # noqa: E402
+from eq_generators import rows as _rows  # noqa: E402
 from generators import SYMBOL, Atom, Const, Program, Relation, Rule, Var, render_rule  # noqa: E402
 
 from gpu_engine import Reasoner, hd_eval  # noqa: E402
@@ -93,10 +94,6 @@ def cyclic_case(seed: int) -> tuple[str, Program, dict[str, set[tuple]]]:
     spelled = Program(relations, tuple(rules) + tuple(axioms(KINDS)),
                       inline_facts={n: sorted(r) for n, r in facts.items() if r})
     return "\n".join(lines) + "\n", spelled, facts
-
-
-def _rows(r: Reasoner, name: str, expand: bool = True) -> set[tuple]:
-    return {tuple(x.values()) for x in r.relation(name, expand=expand).to_pylist()}
 
 
 def _snapshot(r: Reasoner) -> tuple:

@@ -16,29 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from eq_generators import PAPER_31, paper_31, rows  # noqa: E402
 from eq_update_fuzz import run_sequence  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
-
-PAPER_31 = """
-.decl R(x: symbol, y: symbol)
-.decl eq(x: symbol, y: symbol) equality
-.output R
-.output eq
-eq(y1, y2) :- R(y1, x), R(y2, x).
-eq(y1, y2) :- R(x, y1), R(x, y2).
-"""
-
-
-def rows(r: Reasoner, name: str, expand: bool = True) -> set[tuple]:
-    return {tuple(x.values()) for x in r.relation(name, expand=expand).to_pylist()}
-
-
-def paper_31(facts: list[tuple[str, str]]) -> Reasoner:
-    r = Reasoner(PAPER_31, device="cpu")
-    r.add_facts("R", facts)
-    r.materialise()
-    return r
 
 
 @pytest.mark.parametrize("algorithm", ["dred_eq", "auto", None])

@@ -82,12 +82,11 @@ def may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
     return any(all(run.has_value(q, v) for q, v in consts) for run in delta.runs)
 
 
-def backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf, neg: VersionOf,
-             emit: tuple[str, ...] = ()) -> list[RuleOutput]:
-    """Instances of ``rule`` whose head is one of ``facts``, by evaluating the rule
-    "backwards": the head is bound to each fact and the body is evaluated as a query,
-    positive atoms over ``pos``, negated atoms missing ``neg``.  Each output row is one
-    instance: the fact's index in ``facts`` followed by the values of ``emit``."""
+def bind_head(ev: RuleEvaluator, rule: Rule,
+              facts: RowSet) -> tuple[dict[str, Any], Any, list[Compare]]:
+    """The rule's head bound to each of ``facts``: columns per variable (and ``#fact``,
+    the fact's index), the mask of facts that match its constants and repeated variables,
+    and a comparison per head functor (``#hP = f(..)``, checked once the body binds it)."""
     xp = ev.be.xp
     n = len(facts)
     cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
@@ -107,6 +106,18 @@ def backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf, neg: 
             v = f"#h{p}"
             cols[v] = col
             extra.append(Compare("=", Var(v), t, t.type, rule.loc))
+    return cols, keep, extra
+
+
+def backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf, neg: VersionOf,
+             emit: tuple[str, ...] = ()) -> list[RuleOutput]:
+    """Instances of ``rule`` whose head is one of ``facts``, by evaluating the rule
+    "backwards": the head is bound to each fact and the body is evaluated as a query,
+    positive atoms over ``pos``, negated atoms missing ``neg``.  Each output row is one
+    instance: the fact's index in ``facts`` followed by the values of ``emit``."""
+    xp = ev.be.xp
+    n = len(facts)
+    cols, keep, extra = bind_head(ev, rule, facts)
     idx = xp.flatnonzero(keep)
     if n == 0 or len(idx) == 0:
         return []

@@ -56,10 +56,10 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import may_match, rederivable
+from .affected import bind_head, may_match, rederivable
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
-from .expr import const_value, term_vars
+from .expr import term_vars
 from .ir import Atom, Call, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
@@ -310,17 +310,7 @@ def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_
         return rederivable(ev, rule, facts, keep.__getitem__, keep.__getitem__)
     n = len(facts)
     hit = xp.zeros(n, dtype=bool)
-    cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
-    ok = xp.ones(n, dtype=bool)
-    for p, t in enumerate(rule.head.args):
-        col = facts.cols[p]
-        if isinstance(t, Var):
-            if t.name in cols:
-                ok &= cols[t.name] == col
-            else:
-                cols[t.name] = col
-        elif isinstance(t, Const):
-            ok &= col == const_value(t, ev.symbols)
+    cols, ok, _ = bind_head(ev, rule, facts)  # no head functor here (handled above)
     idx = xp.flatnonzero(ok)
     if not len(idx):
         return hit, 0

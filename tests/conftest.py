@@ -26,7 +26,7 @@ if str(TESTS_DIR) not in sys.path:
 CI_EXAMPLES = 150
 
 # `make test` (and CI) draws the same examples every run, so that a landing never depends on
-# luck; the fuzz targets (FUZZ_EXAMPLES set) draw new ones each time.
+# luck; campaigns draw new ones each time (below).
 settings.register_profile(
     "ci",
     max_examples=CI_EXAMPLES,
@@ -42,7 +42,9 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile("fuzz" if os.environ.get("FUZZ_EXAMPLES") else "ci")
+# A campaign (FUZZ_EXAMPLES, HD_EXAMPLES, FDU_EXAMPLES, ... set) draws new examples each run.
+CAMPAIGN = any(v for k, v in os.environ.items() if k.endswith("_EXAMPLES"))
+settings.load_profile("fuzz" if CAMPAIGN else "ci")
 
 
 @functools.cache

@@ -28,6 +28,7 @@ from .hd_module import HDModule
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
 from .plan import Role, delta_variants
+from .recursive_aggregates import round_outputs
 from .rowset import RowSet
 from .rule_eval import RuleEvaluator, RuleOutput, concat_outputs
 from .runs import RunSet
@@ -169,7 +170,7 @@ class Engine:
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
-                if s.subsumptions or any(self.program.relations[r].choice
+                if s.subsumptions or s.lookups or any(self.program.relations[r].choice
                                          for r in s.relations):
                     continue  # a choice is made as tuples are added (in _absorb)
                 if (plan := plan_modules(s)) is not None:
@@ -345,6 +346,8 @@ class Engine:
                 for p, roles in delta_variants(atoms, changed.__contains__):
                     sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     self._fire(rule, sources, outputs, rstats, delta[atoms[p].relation])
+            for name, rows in round_outputs(self, s.lookups, delta).items():
+                outputs[name].append(RuleOutput(rows.cols, len(rows)))  # aggregates inside
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}
@@ -381,7 +384,7 @@ class Engine:
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
             choice = any(self.program.relations[r].choice for r in s.relations)
-            cache[s.index] = None if choice or s.subsumptions else small_plan(
+            cache[s.index] = None if choice or s.subsumptions or s.lookups else small_plan(
                 s, arity, word_size(self.symbols))
         return cache[s.index]
 

@@ -178,6 +178,10 @@ class Aggregate:
     # variable) as a set over its named variables: the head is then (k.., t, locals..) and
     # each distinct head row is one instance
     distinct: bool = False
+    # evaluated inside a recursive stratum, per new key of its ``.dom`` relation (the body
+    # reads only lower strata otherwise); ``count`` then yields 0 for a key without
+    # instances (see gpu_engine.recursive_aggregates)
+    lookup: bool = False
 
     @property
     def reads(self) -> frozenset[str]:

@@ -78,6 +78,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         alg = "remat"
     if alg not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
+    if alg != "remat" and any(s.lookups for s in engine.strata):
+        alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
     changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
     if twin.wanted(engine, changed, alg, _NEEDS.get(alg, 0)):  # a small change on a GPU
         t = engine.twin()
@@ -156,6 +158,10 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
             engine.counting = _LEAVES[alg]
             m = engine.materialise()
             stats.derivations = m.derivations
+            if any(s.lookups for s in engine.strata):
+                from .recursive_aggregates import REMAT_NOTE
+
+                stats.note = REMAT_NOTE
             if eq is not None:
                 stats.algorithm = "remat≈"
                 stats.note = ("Remat≈: rematerialised by rewriting (deletions with equality "

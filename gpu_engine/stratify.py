@@ -4,7 +4,9 @@ Each component is a stratum, evaluated in topological order (lower strata first)
 component is recursive when a rule of it reads a relation of the same component.
 Negation inside a component is negation through recursion and is rejected.  The hidden
 relation of an aggregate (``Program.aggregates``) is a stratum of its own, after every
-relation its body reads; an aggregate inside a recursive component is rejected.
+relation its body reads; an aggregate inside a recursive component is rejected unless
+marked ``lookup`` (``gpu_engine.recursive_aggregates``): it is then a member of that
+stratum (``Stratum.lookups``), evaluated per new key each round.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class Stratum:
     nonrecursive_rules: list[Rule] = field(default_factory=list)
     subsumptions: list[Rule] = field(default_factory=list)  # for relations of the stratum
     aggregate: Aggregate | None = None  # an aggregate's hidden relation (no rules)
+    # aggregates evaluated inside this recursive stratum (gpu_engine.recursive_aggregates)
+    lookups: list[Aggregate] = field(default_factory=list)
 
     @property
     def recursive(self) -> bool:
@@ -36,7 +40,8 @@ class Stratum:
             return self.aggregate.reads
         return frozenset(lit.relation if isinstance(lit, Atom) else lit.atom.relation
                          for rule in self.rules for lit in rule.body
-                         if isinstance(lit, (Atom, Negation)))
+                         if isinstance(lit, (Atom, Negation))).union(
+                             *(a.reads for a in self.lookups))
 
 
 def eqrel_rules(name: str, loc: Location) -> list[Rule]:
@@ -77,6 +82,9 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
     strata = [Stratum(i, sorted(c, key=names.index)) for i, c in enumerate(comps)]
     for name, agg in program.aggregates.items():
         s = strata[comp_of[name]]
+        if agg.lookup and len(s.relations) > 1:
+            s.lookups.append(agg)
+            continue
         if len(s.relations) > 1 or name in agg.reads:
             others = ", ".join(r for r in s.relations if not r.startswith("@")) or name
             raise ProgramError(

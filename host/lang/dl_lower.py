@@ -38,6 +38,7 @@ from gpu_engine.host.lang.dl_untyped_records import has_untyped_records, solve_u
 from gpu_engine import ir
 from gpu_engine.ir import Const, Location, ProgramError
 from gpu_engine.magic import magic_transform
+from gpu_engine.recursive_aggregates import mark_lookups
 
 MAX_DISJUNCTS = 4096  # rules one clause may expand to
 
@@ -118,6 +119,7 @@ class Lowering:
                 else:
                     self.notes.append(f"{stmt.loc}: {stmt.text}")
         lower_equality(self.statements, self.program)
+        mark_lookups(self.program)  # aggregates inside recursion (over lower strata)
         self.notes.extend(note_spelled_out(self.program))
         if self.magic:
             self._magic_transform()

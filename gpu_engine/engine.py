@@ -22,7 +22,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from . import fallback, order_dependent, small_rounds, subsumption
+from . import fallback, iteration, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
 from .hd_module import HDModule
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
@@ -97,7 +97,9 @@ class Engine:
         self.strata: list[Stratum] = stratify(self.program, self.rules)
         order_dependent.check_program(self.program,
                                       [r for s in self.strata for r in s.recursive_rules])
-        self.order_dependent = order_dependent.features(self.program, self.rules)
+        iteration.check(self.program, self.strata)  # recursive_iteration_cnt(), debug_delta
+        self.order_dependent = (order_dependent.features(self.program, self.rules)
+                                + iteration.features(self.program, self.rules))
         if self.order_dependent and counter_level(counting):
             raise ProgramError(f"derivation counters (a store) are not supported for programs "
                                f"with {' and '.join(self.order_dependent)}: their results "
@@ -170,7 +172,8 @@ class Engine:
         self.module_plans: dict[int, list[ModulePlan]] = {}
         if modules == "auto":
             for s in self.strata:
-                if s.subsumptions or s.lookups or any(self.program.relations[r].choice
+                if s.subsumptions or s.lookups or iteration.observes_rounds(
+                        self.program, s) or any(self.program.relations[r].choice
                                          for r in s.relations):
                     continue  # a choice is made as tuples are added (in _absorb)
                 if (plan := plan_modules(s)) is not None:
@@ -293,6 +296,7 @@ class Engine:
         names = self.module_names()
         rstats = {id(r): RuleStats(str(r), r.loc, module=names.get(id(r), "")) for r in s.rules}
         before = {r: len(self.store[r]) for r in s.relations}
+        iteration.start(self, s)  # iteration 0 (Soufflé's recursive_iteration_cnt())
         # non-recursive rules: once, over the complete lower strata
         outputs: dict[str, list[RuleOutput]] = {r: [] for r in s.relations}
         for rule in s.nonrecursive_rules:
@@ -302,6 +306,8 @@ class Engine:
         if s.subsumptions:
             subsumption.apply(self, s.subsumptions, [])
         st.iterations = 1
+        if s.recursive:
+            iteration.record(self, s, self.store, 0)  # debug_delta: known before round 1
         if s.index in self.module_plans:  # MAT-MOD (paper 002 Algorithm 2)
             from .modular import instantiate, mat_mod
 
@@ -336,6 +342,7 @@ class Engine:
                 continue
             force_array = False
             st.iterations += 1
+            self.evaluator.expr.iteration = st.iterations - 1
             if self.progress:
                 self.progress("iteration", st.iterations, s.index)
             outputs = {r: [] for r in s.relations}
@@ -353,6 +360,7 @@ class Engine:
                      for r in s.relations}
             if s.subsumptions:
                 subsumption.apply(self, s.subsumptions, [prev, delta])
+            iteration.record(self, s, delta, st.iterations - 1)
         return self._finish_stratum(s, st, rstats, before, t0)
 
     def _evaluate_aggregate(self, s: Stratum) -> StratumStats:
@@ -384,7 +392,8 @@ class Engine:
         if s.index not in cache:
             arity = {n: r.arity for n, r in self.program.relations.items()}
             choice = any(self.program.relations[r].choice for r in s.relations)
-            cache[s.index] = None if choice or s.subsumptions or s.lookups else small_plan(
+            rounds = s.lookups or iteration.observes_rounds(self.program, s)
+            cache[s.index] = None if choice or s.subsumptions or rounds else small_plan(
                 s, arity, word_size(self.symbols))
         return cache[s.index]
 

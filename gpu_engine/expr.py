@@ -69,6 +69,7 @@ class ExprEvaluator:
         self.be = be
         self.symbols = symbols
         self.autoinc = 0  # Soufflé's counter: the next value autoinc() gives
+        self.iteration = 0  # recursive_iteration_cnt() (gpu_engine.iteration)
         self.bits = word_size(symbols)  # 32 or 64 (gpu_engine.values)
         self._warned: set[str] = set()
 
@@ -97,6 +98,8 @@ class ExprEvaluator:
         op, typ = t.op, t.type
         if op in RECORD_OPS:
             return self._record_op(t, vals, n, valid)
+        if op == "iteration":  # the seminaive iteration of the running stratum
+            return xp.full(n, self.iteration, dtype=INDEX), None
         if op == "autoinc":  # a fresh number per row (per derivation), in row order
             start = self.autoinc
             self.autoinc += n

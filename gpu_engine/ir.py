@@ -269,6 +269,9 @@ class Program:
     # subsumptive rules A(x..) <= A(y..) :- body, as A(x.., y..) :- A(x..), A(y..), body
     # (see gpu_engine.subsumption)
     subsumptions: list[Rule] = field(default_factory=list)
+    # ``.decl D = debug_delta(R)``: D -> R (D holds R's tuples with the seminaive iteration
+    # that added them; see gpu_engine.iteration)
+    debug_deltas: dict[str, str] = field(default_factory=dict)
     aggregates: dict[str, Aggregate] = field(default_factory=dict)  # hidden relation -> def
     equality: Equality | None = None  # a relation declared ``equality`` (rewriting)
 

@@ -77,6 +77,8 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
                 deps[r.head.relation].add(lit.atom.relation)
     for name, agg in program.aggregates.items():
         deps[name] |= agg.reads
+    for name, src in program.debug_deltas.items():  # filled by src's stratum (iteration.py)
+        deps[name].add(src)
     comps = _tarjan(names, deps)  # reverse topological order of the condensation = deps first
     comp_of = {n: i for i, c in enumerate(comps) for n in c}
     strata = [Stratum(i, sorted(c, key=names.index)) for i, c in enumerate(comps)]

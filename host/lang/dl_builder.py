@@ -253,12 +253,13 @@ class Builder(Transformer):
         kw, name = children
         return OverrideStmt(self._named(name), self._loc(kw))
 
-    def unsupported_decl(self, children: list[Token]) -> None:
-        """``.decl D = debug_delta(R)`` (Soufflé's per-iteration deltas)."""
-        kind = children[2]
-        raise ProgramError(f"'.decl {children[1]} = {kind}(...)' relations (Soufflé's "
-                           "evaluation-internal debug relations) are not supported",
-                           self._loc(kind))
+    def unsupported_decl(self, children: list[Any]) -> DeclStmt:
+        """``.decl D = debug_delta(R)`` (Soufflé's per-iteration deltas of R)."""
+        kw, name, kind, source = children
+        if str(kind) != "debug_delta":
+            raise ProgramError(f"'.decl {name} = {kind}(...)': unknown relation kind "
+                               f"'{kind}' (Soufflé knows debug_delta)", self._loc(kind))
+        return DeclStmt((self._named(name),), (), (), self._loc(kw), debug_delta=source)
 
     def unsupported_directive(self, children: list[Token]) -> None:
         tok = children[0]
@@ -392,6 +393,8 @@ class Builder(Transformer):
         tok = children[0]
         if tok.type == "AUTOINC":
             return SCall("autoinc", (), self._loc(tok), self._loc(tok))
+        if tok.type == "ITERATION_CNT":  # the seminaive iteration (gpu_engine.iteration)
+            return SCall("recursive_iteration_cnt", (), self._loc(tok), self._loc(tok))
         raise ProgramError(_UNSUPPORTED_TERMS[tok.type], self._loc(tok))
 
     def aggregator(self, children: list[Token]) -> Token:

@@ -360,8 +360,10 @@ def _rename_type(t: TypeStmt, type_map: dict[str, str], prefix: str) -> TypeStmt
 
 
 def _rename_decl(d: DeclStmt, type_map: dict[str, str], prefix: str) -> DeclStmt:
+    src = d.debug_delta  # a relation of the same component
     return replace(d, names=tuple(Named(prefix + n.name, n.loc) for n in d.names),
-                   attributes=tuple((a, _prefixed(t, type_map)) for a, t in d.attributes))
+                   attributes=tuple((a, _prefixed(t, type_map)) for a, t in d.attributes),
+                   debug_delta=Named(prefix + src.name, src.loc) if src is not None else None)
 
 
 def _bind_casts(clause: RuleStmt, binding: Binding) -> RuleStmt:

@@ -102,8 +102,11 @@ class Lowering:
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
         for stmt in self.statements:
-            if isinstance(stmt, DeclStmt):
+            if isinstance(stmt, DeclStmt) and stmt.debug_delta is None:
                 self._declare(stmt)
+        for stmt in self.statements:  # after the relations they copy
+            if isinstance(stmt, DeclStmt) and stmt.debug_delta is not None:
+                self._declare_debug_delta(stmt)
         for stmt in self.statements:
             if isinstance(stmt, DeclStmt):
                 directives, notes = self._decl_extras[id(stmt)]
@@ -205,6 +208,25 @@ class Lowering:
                 formats if any(f is not None for f in formats) else ())
             self.attr_types[n.name] = front
         self._decl_extras[id(stmt)] = (directives, notes)
+
+    def _declare_debug_delta(self, stmt: DeclStmt) -> None:
+        """``.decl D = debug_delta(R)``: R's attributes plus ``iteration: unsigned``."""
+        src = stmt.debug_delta
+        assert src is not None
+        name = stmt.names[0]
+        relations = self.program.relations
+        if src.name not in relations:
+            raise ProgramError(f"debug_delta of an undeclared relation '{src.name}'", src.loc)
+        if name.name in relations:
+            raise ProgramError(f"relation '{name.name}' redeclared (first declared at "
+                               f"{relations[name.name].loc})", name.loc)
+        r = relations[src.name]
+        relations[name.name] = ir.Relation(
+            name.name, (*r.attributes, ("iteration", "unsigned")), "set", name.loc, (),
+            (*r.formats, None) if r.formats else ())
+        self.attr_types[name.name] = (*self.attr_types[src.name], "unsigned")
+        self.program.debug_deltas[name.name] = src.name
+        self._decl_extras[id(stmt)] = ([], [])
 
     @staticmethod
     def _choice_keys(stmt: DeclStmt, q: SChoice) -> tuple[tuple[int, ...], ...]:

@@ -205,6 +205,8 @@ class DeclStmt:
     attributes: tuple[tuple[Named, Named], ...]  # (attribute name, type name)
     qualifiers: tuple[Named | SChoice, ...]
     loc: Location
+    # ``.decl D = debug_delta(R)``: R (D's attributes are R's plus ``iteration``)
+    debug_delta: Named | None = None
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,8 @@ class ClauseTyper:
                 return "symbol"
             if t.op == "autoinc":
                 return "number"
+            if t.op == "recursive_iteration_cnt":
+                return "unsigned"
             if t.op in _FIXED:
                 return _FIXED[t.op][1]
             if t.op in _CONVERSIONS:
@@ -402,6 +404,9 @@ class ClauseTyper:
             _check_arity(t, 0)
             self._expect_result(t, "number", expected, ctx)
             return Call("autoinc", (), "number")
+        if op == "recursive_iteration_cnt":  # the seminaive iteration (gpu_engine.iteration)
+            self._expect_result(t, "unsigned", expected, ctx)
+            return Call("iteration", (), "unsigned")
         if op in _POLY_OPS:
             allowed = _POLY_OPS[op]
             if expected not in allowed:

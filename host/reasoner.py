@@ -70,8 +70,8 @@ class Reasoner:
 
             self.parsed.program = rewrite_spelled_out(self.parsed.program)
         self.program = self.parsed.program
-        for d in self.parsed.directives:  # a misspelt parameter is an error, not ignored
-            check_params(d)
+        for d in self.parsed.directives:  # a misspelt parameter: ignored, with a note
+            self.parsed.notes.extend(check_params(d))
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.symbols.word_size = word_size  # the engine and the IO read values in it

@@ -101,8 +101,40 @@ def _arguments(row: dict[str, str], case: Path, out: Path, device: str) -> list[
     return args
 
 
+def _sqlite_dump(db: Path, script: Path) -> list[str]:
+    """The lines the ``sqlite3`` shell prints for ``script`` over ``db`` (list mode:
+    values joined by ``|``, NULL empty), as Soufflé's harness dumps a sqlite output."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        out = []
+        for stmt in script.read_text(encoding="utf-8").split(";"):
+            if stmt.strip():
+                for row in con.execute(stmt):
+                    out.append("|".join("" if v is None else str(v) for v in row))
+        return out
+    finally:
+        con.close()
+
+
 def _problems(case: Path, out: Path, stdout: str) -> list[str]:
     problems = []
+    # ``<X>.sqlite.output.script``: the harness dumps our ``<X>.sqlite.output`` with it and
+    # compares the sorted lines with ``<X>.sqlite.output.sorted.expected`` (and the
+    # snapshot's ``<X>.csv`` holds the same dump)
+    for script in sorted(case.glob("*.sqlite.output.script")):
+        stem = script.name[: -len(".sqlite.output.script")]
+        db = out / f"{stem}.sqlite.output"
+        if not db.exists():
+            problems.append(f"{db.name}: not written")
+            continue
+        dump = sorted(_sqlite_dump(db, script))
+        want = case / f"{stem}.sqlite.output.sorted.expected"
+        if want.exists() and sorted(lines(want)) != dump:
+            problems.append(f"{db.name}: dump {dump[:5]}, expected {sorted(lines(want))[:5]}")
+        if (case / f"{stem}.csv").exists():
+            (out / f"{stem}.csv").write_text("".join(f"{x}\n" for x in dump), encoding="utf-8")
     for expected_file in sorted(case.glob("*.csv")):
         produced = out / expected_file.name
         if not produced.exists():

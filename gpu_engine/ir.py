@@ -161,7 +161,7 @@ class Aggregate:
     * ``mean``: the sum divided by the count, as ``float``.
 
     Groups without instances have no row.  The rule that used the aggregate reads the
-    relation positively; for ``count`` the parser adds a second rule where the group is
+    relation positively; for ``count`` and ``sum`` the parser adds a second rule where the group is
     absent (``!relation(k.., _)``) and the count is 0.  The relation is evaluated in a
     stratum of its own, after every relation the body reads (recursion through an
     aggregate is a :class:`ProgramError`).

@@ -15,9 +15,9 @@ component itself (no lattice semantics for that).  The engine then evaluates ``@
 a member of the recursive stratum: each seminaive round aggregates the new keys of ``dom``
 (its Δ) in one columnar evaluation grouped by the keys (:func:`lookup_rows`; the body is
 joined from the key bindings, never per key in Python), and the rows are that round's Δ
-of ``@aggK`` (each with one derivation).  ``count`` yields 0 for a key without instances:
-the clause's ``!@aggK(k, _), z = 0`` alternative (negation through recursion) is dropped,
-the positive alternative reads the 0.
+of ``@aggK`` (each with one derivation).  ``count`` and ``sum`` yield 0 for a key without
+instances: the clause's ``!@aggK(k, _), z = 0`` alternative (negation through recursion)
+is dropped, the positive alternative reads the 0.
 
 Incremental maintenance of a program with such a stratum rematerialises (every algorithm,
 ``gpu_engine.maintenance``): the stratum's values are exact, but no update algorithm
@@ -95,17 +95,18 @@ def mark_lookups(program: Program) -> None:
         negated = [lit.atom.relation for lit in rule.body
                    if isinstance(lit, Negation) and lit.atom.relation in marked]
         if negated:
-            if any(program.aggregates[n].op != "count" for n in negated):
+            if any(program.aggregates[n].op not in ("count", "sum") for n in negated):
                 raise ProgramError("a negated aggregate relation inside recursion",
                                    rule.loc)
-            continue  # count's zero alternative: the lookup yields the 0 itself
+            continue  # count's / sum's zero alternative: the lookup yields the 0 itself
         kept.append(rule)
     program.rules[:] = kept
 
 
 def lookup_rows(ev: Any, agg: Aggregate, version: Any, keys: RowSet) -> RowSet:
     """``agg``'s rows for the group keys ``keys`` (sorted distinct rows): one columnar
-    aggregation over all of them; ``count`` adds ``(k, 0)`` for keys without instances."""
+    aggregation over all of them; ``count`` and ``sum`` add ``(k, 0)`` for keys without
+    instances (0 has the same bits in every numeric type)."""
     from .aggregates import evaluate
 
     be = ev.be
@@ -113,7 +114,7 @@ def lookup_rows(ev: Any, agg: Aggregate, version: Any, keys: RowSet) -> RowSet:
     if not len(keys):
         return RowSet.empty(be, k + 1)
     rows = evaluate(ev, agg, version, keys)
-    if agg.op != "count":
+    if agg.op not in ("count", "sum"):
         return rows
     have = RowSet.from_columns(be, rows.cols[:k], k) if len(rows) else RowSet.empty(be, k)
     missing = keys.minus(have) if len(have) else keys

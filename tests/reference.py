@@ -8,7 +8,7 @@ arithmetic wraps, ``/`` and ``%`` truncate toward zero as in C.
 An aggregate literal (``Agg``) is evaluated per outer assignment by solving its body with the
 correlated variables (body variables that also occur elsewhere in the rule) fixed: count is
 the number of body solutions (one per matching row combination), sum wraps to 32 bits, an
-empty group gives 0 for count and no result otherwise; aggregated relations must lie in
+empty group gives 0 for count and sum and no result otherwise (Soufflé); aggregated relations must lie in
 strictly lower strata, as for negation.
 
 It shares nothing with the engine under test; it is the judge in the property tests.
@@ -177,10 +177,12 @@ def _correlated(agg: Agg, outside: set[str]) -> set[str]:
 def _aggregate(agg: Agg, env: Env, keys: set[str], db: dict[str, set[Row]],
                limit: int | None) -> Value | None:
     """Soufflé's aggregate over the body's instances for the outer assignment ``env``
-    (None: an empty group of sum/min/max, which gives no result)."""
+    (None: an empty group of min/max, which gives no result; count and sum give 0)."""
     inner, _ = solve(agg.body, db, limit, init={k: env[k] for k in keys})
     if agg.op == "count":
         return len(inner)
+    if not inner and agg.op == "sum":
+        return 0
     if not inner:
         return None
     assert agg.target is not None

@@ -81,7 +81,7 @@ t(x, n + 1, c) :- t(x, n, _), n < 3, c = count : { e(x, y), y <= n }.
 
 def test_sum_max_min_and_two_keys() -> None:
     r = run(OPS)
-    # sum over an empty group gives no row (s(0) derives nothing)
+    # sum over an empty group is 0 (s(0) derives s(1, 0), also a fact)
     assert rows(r, "s") == {(0, 0), (1, 0), (2, 1), (3, 3), (4, 3), (5, 7)}
     # max over an empty group gives no row: the recursion stops there (m(1) derives nothing)
     assert rows(r, "m") == {(1, 0), (3, 0), (4, 1), (5, 2), (6, 2), (7, 4), (8, 4)}

@@ -4,8 +4,8 @@ An aggregate term ``op t : { body }`` in a clause is replaced by a fresh variabl
 plus the atom ``@aggK(k1..kn, @rK)`` over a hidden relation defined by an
 :class:`gpu_engine.ir.Aggregate`: the group key ``k1..kn`` is the variables of the body
 that also occur in the rest of the clause (correlated); the body's other variables are
-local to it.  ``count`` also yields 0 for a group without instances: the clause gets a
-second alternative with ``!@aggK(k1..kn, _), @rK = 0``.  Nested aggregates are lowered
+local to it.  ``count`` and ``sum`` also yield 0 for a group without instances: the clause
+gets a second alternative with ``!@aggK(k1..kn, _), @rK = 0``.  Nested aggregates are lowered
 inside the body first (the inner definition's rules may then be several alternatives).
 
 Readings of Soufflé's semantics (checked against its test suite where it has cases):
@@ -18,8 +18,9 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 * witnesses of ``min``/``max`` (a body variable used outside, ungrounded there) are
   grounded by a rewrite of the clause (``dl_witness``); those of other operators are
   refused, as in Soufflé;
-* ``sum``/``min``/``max``/``mean`` of an empty group give no row (the rule does not
-  fire for that group), ``count`` gives 0;
+* ``min``/``max``/``mean`` of an empty group give no row (the rule does not fire for that
+  group), ``count`` and ``sum`` give 0 (Soufflé's interpreter and synthesiser start both at
+  0 and always produce their result);
 * ``min``/``max``/``sum``/``mean`` over symbols are refused (Soufflé's ordering of
   symbols for aggregates is not the text order, and we do not guess);
 * a body variable is correlated (part of the group key) when the enclosing clause grounds
@@ -225,7 +226,7 @@ class AggregateLowering:
             nxt: list[list[SLiteral]] = []
             for alt in alternatives:
                 nxt.append([*alt, hidden])
-                if agg.op == "count":
+                if agg.op in ("count", "sum"):  # an empty group: 0 (Soufflé's evaluation)
                     absent = SAtom(rel, tuple(keys) + (SWild(agg.loc),), agg.loc)
                     zero = SCmp("=", res, SNum(0, "int", "0", agg.loc), agg.loc, agg.loc)
                     nxt.append([*alt, SNegAtom(absent, agg.loc), zero])

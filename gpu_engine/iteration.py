@@ -59,6 +59,12 @@ def check(program: Program, strata: list[Any]) -> None:
     """Refuse ``recursive_iteration_cnt()`` outside recursive rules, rules or facts for a
     ``debug_delta`` relation, and one of a relation that is not recursive."""
     recursive = {id(r) for s in strata for r in s.recursive_rules}
+    eq = program.equality
+    for s in strata:
+        if eq is not None and eq.relation in s.relations and observes_rounds(program, s):
+            raise ProgramError("recursive_iteration_cnt() or debug_delta in the stratum of "
+                               f"the equality relation {eq.relation} is not supported",
+                               program.relations[eq.relation].loc)
     for s in strata:
         for rule in s.rules:
             if id(rule) not in recursive and uses_iteration(rule):

@@ -83,6 +83,10 @@ def mark_lookups(program: Program) -> None:
                     "aggregate's result; only aggregates whose body reads lower strata "
                     "(correlated with the recursive rule's variables) are supported",
                     agg.loc)
+        eq = program.equality
+        if eq is not None and comp_of.get(eq.relation) == comp:
+            raise ProgramError(f"an aggregate ('{agg.op}') recursive with the equality "
+                               f"relation {eq.relation} is not supported", agg.loc)
         if dom not in comp_of or comp_of[dom] != comp:
             raise ProgramError(f"recursion through an aggregate ('{agg.op}'): not "
                                "stratifiable", agg.loc)

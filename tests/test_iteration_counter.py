@@ -106,3 +106,14 @@ def test_updates_rematerialise_and_counters_are_refused() -> None:
         r.update(insert={"e": [(6, 7)]}, algorithm="dred")
     with pytest.raises(ProgramError, match="debug_delta"):
         Reasoner(CHAIN, device="cpu", counting=True)
+
+
+def test_spark_refuses_debug_delta() -> None:
+    from gpu_engine.host.lang.parser import parse_program
+
+    pytest.importorskip("pyspark")
+    from gpu_engine.host.spark.backend import SparkRunner
+
+    prog = parse_program(CHAIN.split(".decl at")[0], "t.dl").program
+    with pytest.raises(ProgramError, match="Spark backend does not support debug_delta"):
+        SparkRunner(prog, None)  # type: ignore[arg-type]

@@ -188,6 +188,7 @@ class SparkRunner:
         self.replicate_rows = REPLICATE_ROWS
         bad = [f"choice-domain ({n})" for n, r in program.relations.items() if r.choice]
         bad += ["subsumption"] if program.subsumptions else []
+        bad += ["debug_delta"] if program.debug_deltas else []  # (gpu_engine.iteration)
         if bad:
             raise ProgramError(f"the Spark backend does not support {', '.join(bad)}")
         if program.aggregates:

@@ -141,3 +141,18 @@ def test_updates_match_rematerialisation(algorithm: str | None) -> None:
         for name in ("out", "s", "m", "lo", "t"):
             assert rows(r, name) == rows(fresh, name), (algorithm, name)
         assert rows(r, "out") == squares(sorted(points), {(0, 0)})
+
+
+def test_two_aggregates_in_one_recursive_clause() -> None:
+    # both zero alternatives (count and sum over an empty group) come from the lookups
+    r = run("""
+    .decl p(x:number)
+    p(1). p(2). p(3). p(5).
+    .decl q(x:number)
+    q(2).
+    .decl o(n:number, c:number, s:number)
+    o(0, 0, 0).
+    o(n + 1, c, s) :- o(n, _, _), n < 4, c = count : { p(x), x <= n },
+        s = sum x : { p(x), x <= n, !q(x) }.
+    """)
+    assert rows(r, "o") == {(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 2, 1), (4, 3, 4)}

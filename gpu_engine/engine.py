@@ -355,6 +355,8 @@ class Engine:
                     self._fire(rule, sources, outputs, rstats, delta[atoms[p].relation])
             for name, rows in round_outputs(self, s.lookups, delta).items():
                 outputs[name].append(RuleOutput(rows.cols, len(rows)))  # aggregates inside
+            if self.program.limits and iteration.limit_reached(self, s):
+                break  # .limitsize: Soufflé's loop exits before adding the round's tuples
             prev = {r: self.store[r] for r in s.relations}
             delta = {r: RunSet.of(self._absorb(r, outputs[r], recursive=True))
                      for r in s.relations}

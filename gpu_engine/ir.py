@@ -272,6 +272,9 @@ class Program:
     # ``.decl D = debug_delta(R)``: D -> R (D holds R's tuples with the seminaive iteration
     # that added them; see gpu_engine.iteration)
     debug_deltas: dict[str, str] = field(default_factory=dict)
+    # ``.limitsize R(n=N)``: R -> (N, where); a recursive stratum stops before a round
+    # would add to R once R holds N tuples (gpu_engine.iteration)
+    limits: dict[str, tuple[int, Location]] = field(default_factory=dict)
     aggregates: dict[str, Aggregate] = field(default_factory=dict)  # hidden relation -> def
     equality: Equality | None = None  # a relation declared ``equality`` (rewriting)
 

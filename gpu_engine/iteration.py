@@ -1,4 +1,5 @@
-"""Soufflé's view of the seminaive loop: ``recursive_iteration_cnt()`` and ``debug_delta``.
+"""Soufflé's view of the seminaive loop: ``recursive_iteration_cnt()``, ``debug_delta``
+and ``.limitsize``.
 
 Reading chosen (matching Soufflé's ``semantic/iteration_counter`` test): a recursive
 stratum starts with iteration 0, in which its non-recursive rules run (and its explicit
@@ -10,6 +11,11 @@ new in iteration ``j`` (0: known before the first round), so every tuple of ``R`
 exactly once.  ``R`` must be recursive; ``D`` is filled by ``R``'s stratum and may be read
 by later strata, but gets no rules or facts of its own.  ``recursive_iteration_cnt()``
 outside a recursive rule is refused (Soufflé's counter is only defined inside the loop).
+
+``.limitsize R(n=N)`` (Soufflé's exit condition of the fixpoint loop): after a round of
+``R``'s recursive stratum has computed its new tuples, the stratum stops without adding
+them when ``R`` already holds ``N`` tuples or more (so ``R`` may exceed ``N`` by the last
+round it absorbed).  Only a recursive ``R`` may have one (refused otherwise).
 
 The round numbers are observable, so such strata keep the array path round by round
 (no small-delta path, no TC/STC modules), and the results depend on the evaluation
@@ -52,6 +58,8 @@ def features(program: Program, rules: list[Rule]) -> list[str]:
         out.append("recursive_iteration_cnt()")
     if program.debug_deltas:
         out.append("debug_delta")
+    if program.limits:
+        out.append(".limitsize")
     return out
 
 
@@ -70,6 +78,10 @@ def check(program: Program, strata: list[Any]) -> None:
             if id(rule) not in recursive and uses_iteration(rule):
                 raise ProgramError("recursive_iteration_cnt() outside a recursive rule (it "
                                    "counts the iterations of a recursive stratum)", rule.loc)
+    for name, (_n, loc) in program.limits.items():
+        if not next(s for s in strata if name in s.relations).recursive:
+            raise ProgramError(f".limitsize {name}: {name} is not recursive (Soufflé's limit "
+                               "stops the fixpoint loop of a recursive stratum)", loc)
     for agg in program.aggregates.values():
         for rule in agg.rules:
             if uses_iteration(rule):
@@ -96,7 +108,15 @@ def check(program: Program, strata: list[Any]) -> None:
 def observes_rounds(program: Program, s: Any) -> bool:
     """Whether stratum ``s`` must run round by round on the array path."""
     return (any(src in s.relations for src in program.debug_deltas.values())
+            or any(r in program.limits for r in s.relations)
             or any(uses_iteration(r) for r in s.recursive_rules))
+
+
+def limit_reached(engine: Any, s: Any) -> bool:
+    """Whether a ``.limitsize`` relation of stratum ``s`` holds its limit (the round's new
+    tuples are then not added and the stratum stops)."""
+    limits = engine.program.limits
+    return any(len(engine.store[r]) >= limits[r][0] for r in s.relations if r in limits)
 
 
 def start(engine: Any, s: Any) -> None:
@@ -122,4 +142,5 @@ def record(engine: Any, s: Any, rows: dict[str, Any], j: int) -> None:
         engine.store[name] = engine.store[name].append(engine.store[name].new_rows(add))
 
 
-__all__ = ["check", "features", "observes_rounds", "record", "start", "uses_iteration"]
+__all__ = ["check", "features", "limit_reached", "observes_rounds", "record", "start",
+           "uses_iteration"]

@@ -117,3 +117,44 @@ def test_spark_refuses_debug_delta() -> None:
     prog = parse_program(CHAIN.split(".decl at")[0], "t.dl").program
     with pytest.raises(ProgramError, match="Spark backend does not support debug_delta"):
         SparkRunner(prog, None)  # type: ignore[arg-type]
+
+
+LIMITS = """
+.decl nat(x:number)
+nat(0).
+nat(x + 1) :- nat(x), x < 1000.
+.limitsize nat(n=10)
+.decl e(x:number, y:number)
+e(1, 2). e(1, 3). e(2, 4). e(3, 5). e(4, 6). e(5, 7).
+.decl r(x:number)
+.decl rd = debug_delta(r)
+r(1).
+r(y) :- r(x), e(x, y).
+.limitsize r(n=2)
+.decl after(x:number)
+after(x) :- r(x), x > 1.
+"""
+
+
+def test_limitsize_stops_the_loop() -> None:
+    r = run(LIMITS)
+    assert rows(r, "nat") == {(i,) for i in range(10)}
+    # r holds 1 tuple < 2 after iteration 0: round 1 adds {2, 3}; round 2's {4, 5} is
+    # computed but not added (the limit is checked before a round's tuples are added)
+    assert rows(r, "r") == {(1,), (2,), (3,)}
+    assert rows(r, "rd") == {(1, 0), (2, 1), (3, 1)}
+    assert rows(r, "after") == {(2,), (3,)}
+    r.update(insert={"e": [(1, 9)]})  # order-dependent: rematerialises
+    assert rows(r, "r") == {(1,), (2,), (3,), (9,)}
+
+
+@pytest.mark.parametrize("text, where, words", [
+    (".decl a(x:number)\na(1).\n.limitsize a(n=3)\n", (3, 12), "not recursive"),
+    (".decl a(x:number)\n.limitsize a(n=x)\n", (2, 12), "n=<count>"),
+    (".decl a(x:number)\n.limitsize b(n=3)\n", (2, 12), "undeclared"),
+])
+def test_limitsize_refusals(text: str, where: tuple[int, int], words: str) -> None:
+    with pytest.raises(ProgramError) as e:
+        run(text)
+    assert e.value.loc is not None and (e.value.loc.line, e.value.loc.column) == where, str(e.value)
+    assert words in str(e.value)

@@ -506,7 +506,7 @@ def test_safe_programs() -> None:
         ("A(c) :- A(x), c = @f(x).", 2, 19, "user-defined functors"),
         ("A(c) :- A(x), c = [x, x].", 2, 19, "a record but"),
         (".functor f(x:number):number", 2, 1, ".functor"),
-        (".limitsize A(n=5)", 2, 1, ".limitsize"),
+        (".limitsize A(m=5)", 2, 12, "n=<count>"),  # (tests/test_iteration_counter.py)
         ("A(x) :- A(y), x = 1 + range(1, 5).", 2, 23, "'range' is only supported"),
     ],
 )

@@ -201,10 +201,7 @@ class Builder(Transformer):
     # ---- directives -------------------------------------------------------------------
 
     def io_kind(self, children: list[Token]) -> Token:
-        tok = children[0]
-        if tok.type == "LIMITSIZE_D":
-            raise ProgramError(".limitsize is not supported", self._loc(tok))
-        return tok
+        return children[0]
 
     def io_directive(self, children: list[Any]) -> IOStmt:
         kind, names, params = children

@@ -145,6 +145,12 @@ class Lowering:
             self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program has "
                               "an equality relation)")
             return
+        from gpu_engine.iteration import features as round_features
+
+        if round_features(self.program, self.program.rules):  # rounds are observable
+            self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program "
+                              "observes the evaluation's iterations)")
+            return
         if self.program.aggregates:  # not combined with aggregates: evaluate in full
             self.notes.append(f"{self.magic[0][1]}: magic-transform skipped (the program has "
                               "aggregates)")
@@ -264,6 +270,13 @@ class Lowering:
         for n in stmt.names:
             if n.name not in self.program.relations:
                 raise ProgramError(f"undeclared relation '{n.name}' in .{stmt.kind}", n.loc)
+            if stmt.kind == "limitsize":  # a bound of the evaluation (gpu_engine.iteration)
+                raw = stmt.params.get("n", "")
+                if set(stmt.params) != {"n"} or not raw.isdigit():
+                    raise ProgramError(f".limitsize {n.name} needs one parameter n=<count> "
+                                       "(a non-negative integer)", n.loc)
+                self.program.limits[n.name] = (int(raw), n.loc)
+                continue
             self.directives.append(Directive(stmt.kind, n.name, dict(stmt.params), n.loc))  # type: ignore[arg-type]
 
     def _subsumption(self, stmt: RuleStmt, bodies: list[list[SLiteral]]) -> None:

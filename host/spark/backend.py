@@ -189,6 +189,7 @@ class SparkRunner:
         bad = [f"choice-domain ({n})" for n, r in program.relations.items() if r.choice]
         bad += ["subsumption"] if program.subsumptions else []
         bad += ["debug_delta"] if program.debug_deltas else []  # (gpu_engine.iteration)
+        bad += [".limitsize"] if program.limits else []
         if bad:
             raise ProgramError(f"the Spark backend does not support {', '.join(bad)}")
         if program.aggregates:

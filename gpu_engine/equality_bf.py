@@ -89,9 +89,10 @@ from gpu_engine.kernels.join import expand
 from gpu_engine.kernels.sets import argsort_keys, unique_keys
 
 from .affected import backward, may_match
+from .backward_plan import join_backward, supported
 from .engine import _atoms
 from .equality import domain_vars, flows_in, functional_pattern, star_edges
-from .equality_maintenance import _fanout, _normal_rules
+from .equality_maintenance import _normal_rules
 from .expr import const_value, term_vars
 from .ir import Atom, Const, Rule, Var
 from .plan import Role, delta_variants
@@ -169,7 +170,6 @@ class BFEq:
                 self.by_rel.setdefault(n, []).append(i)
         self._r_index: tuple[Any, Any, Any, Any] | None = None
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
-        self._fan: dict[Any, float] = {}
         self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
         empty = {n: RunSet.empty(be, self.arity[n]) for n in self.rels}
         self.D, self.O, self.C, self.S = dict(empty), dict(empty), dict(empty), dict(empty)
@@ -562,75 +562,19 @@ class BFEq:
 
     def _instances(self, rule: Rule, heads: RowSet, wanted: tuple[str, ...]) -> list[Any]:
         """Lines 32–33: the instances of ``rule`` over ``I \\ S`` whose head is one of
-        ``heads``: columns (index into ``heads``, then the values of ``wanted``).  The
-        head is bound and the body atoms joined one at a time, the atom with the smallest
-        estimated fan-out first (as DRed≈'s backward step: the evaluator's own order can
-        start from an atom bound only by a low-selectivity column)."""
+        ``heads``: columns (index into ``heads``, then the values of ``wanted``), by the
+        backward planner shared with DRed≈ (:func:`gpu_engine.backward_plan.join_backward`:
+        head bound, body atoms joined one at a time, smallest estimated fan-out first)."""
         xp = self.xp
-        if any(not isinstance(t, (Var, Const)) for t in rule.head.args) or any(
-                not isinstance(lit, Atom) for lit in rule.body):
+        if not supported(rule):  # a head functor: the evaluator's own backward query
             outs = backward(self.ev, rule, heads, self._i_minus_s, self._i_minus_s, wanted)
             outs = [o for o in outs if o.n]
             if not outs:
                 return []
             return [xp.concatenate([o.cols[i][:o.n] for o in outs])
                     for i in range(len(wanted) + 1)]
-        n = len(heads)
-        cols: dict[str, Any] = {"#fact": xp.arange(n, dtype=INDEX)}
-        ok = xp.ones(n, dtype=bool)
-        for p, t in enumerate(rule.head.args):
-            col = heads.cols[p]
-            if isinstance(t, Const):
-                ok &= col == const_value(t, self.ev.symbols)
-            elif t.name in cols:  # type: ignore[union-attr]
-                ok &= cols[t.name] == col  # type: ignore[union-attr]
-            else:
-                cols[t.name] = col  # type: ignore[union-attr]
-        idx = xp.flatnonzero(ok)
-        if not len(idx):
-            return []
-        b = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
-        atoms = list(_atoms(rule))
-        if len(atoms) == 1 and all(not isinstance(t, Var) or t.name in b.cols
-                                   for t in atoms[0].args):
-            # one body atom, every variable bound by the head: the body fact is the
-            # head's image, an instance iff it is in I \ S (no join needed)
-            a = atoms[0]
-            acols = tuple(b.cols[t.name] if isinstance(t, Var)
-                          else xp.full(b.n, const_value(t, self.ev.symbols), dtype=INDEX)
-                          for t in a.args)
-            hit = self._i_minus_s(a.relation).contains(acols, b.n)
-            sel = xp.flatnonzero(hit)
-            if not len(sel):
-                return []
-            return [b.cols["#fact"][sel], *(b.cols[v][sel] for v in wanted)]
-        keep = set(wanted)
-        while atoms and b.n:
-            bound = set(b.cols)
-
-            def est(a: Atom, bound: set[str] = bound) -> float:
-                pos = tuple(p for p, t in enumerate(a.args)
-                            if not isinstance(t, Var) or t.name in bound)
-                return _fanout(self._fan, self.I.__getitem__, a.relation, pos)
-
-            a = min(atoms, key=est)
-            atoms.remove(a)
-            later = set(keep)
-            for other in atoms:
-                later |= {t.name for t in other.args if isinstance(t, Var)}
-            names = [v for v in b.cols if v == "#fact" or v in later]
-            names += sorted({t.name for t in a.args if isinstance(t, Var)
-                             and t.name not in bound and t.name in later})
-            q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
-            outs = [o for o in self.ev.evaluate(q, [self._i_minus_s(a.relation)], {},
-                                                initial=b) if o.n]
-            if not outs:
-                return []
-            got = RowSet.from_columns(self.be, tuple(
-                xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(names))),
-                len(names))
-            b = Bindings(dict(zip(names, got.cols)), len(got))
-        if not b.n:
+        b = join_backward(self.ev, rule, heads, self._i_minus_s, self.I.__getitem__, wanted)
+        if b is None:
             return []
         return [b.cols["#fact"], *(b.cols[v] for v in wanted)]
 

@@ -56,14 +56,13 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import bind_head, may_match, rederivable
+from .affected import may_match, rederivable
+from .backward_plan import join_backward, supported
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
-from .expr import term_vars
-from .ir import Atom, Call, Compare, Const, Location, Negation, Rule, Var
+from .ir import Compare, Const, Location, Negation, Rule
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
-from .rule_eval import Bindings
 from .runs import RunSet
 from .stats import RuleStats, UpdateStats
 
@@ -279,75 +278,18 @@ def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
     return RowSet.from_columns(be, cols, arity)
 
 
-def _fanout(cache: dict[Any, float], rows_of: Any, name: str, pos: tuple[int, ...]) -> float:
-    """Average number of rows of ``name`` per distinct key on the columns ``pos`` (the
-    join-order estimate of :func:`_backward`), from the join index of the relation's
-    largest run on those columns (cached on the run, so across updates too)."""
-    key = (name, pos)
-    if key not in cache:
-        runs = rows_of(name).runs
-        if not runs or not pos:
-            cache[key] = float(sum(len(r) for r in runs))
-        else:
-            run = max(runs, key=len)
-            idx = run.index(pos)
-            k = idx.sorted_keys
-            distinct = (int((k[1:] != k[:-1]).sum()) + 1 if idx.spec is not None and len(k)
-                        else 1)
-            cache[key] = len(run) / max(distinct, 1)
-    return cache[key]
-
-
-def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any,
-              cache: dict[Any, float]) -> tuple[Any, int]:
+def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any
+              ) -> tuple[Any, int]:
     """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
-    ``keep``: DRed's one-step rederivation, the head bound and the body joined one atom
-    at a time, the atom with the smallest estimated fan-out first (the evaluator's own
-    order, smallest input first, can pick an atom bound only by a low-selectivity
-    column and multiply the bindings), the bindings deduplicated after each step."""
-    xp = ev.be.xp
-    if any(isinstance(t, Call) for t in rule.head.args):
+    ``keep``: DRed's one-step rederivation by the planner shared with B/F≈
+    (:func:`gpu_engine.backward_plan.join_backward`: head bound, body atoms joined one at a
+    time, smallest estimated fan-out first); and the number of instances matched."""
+    if not supported(rule):
         return rederivable(ev, rule, facts, keep.__getitem__, keep.__getitem__)
-    n = len(facts)
-    hit = xp.zeros(n, dtype=bool)
-    cols, ok, _ = bind_head(ev, rule, facts)  # no head functor here (handled above)
-    idx = xp.flatnonzero(ok)
-    if not len(idx):
+    hit = ev.be.xp.zeros(len(facts), dtype=bool)
+    b = join_backward(ev, rule, facts, keep.__getitem__, rows_of)
+    if b is None:
         return hit, 0
-    b = Bindings({v: c[idx] for v, c in cols.items()}, len(idx))
-    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-    filters = tuple(lit for lit in rule.body if not isinstance(lit, Atom))
-    fvars = set().union(*(term_vars(f.left) | term_vars(f.right) for f in filters
-                          if isinstance(f, Compare))) if filters else set()
-    while atoms and b.n:
-        bound = set(b.cols)
-
-        def est(a: Atom, bound: set[str] = bound) -> float:
-            pos = tuple(p for p, t in enumerate(a.args)
-                        if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
-            return _fanout(cache, rows_of, a.relation, pos)
-
-        a = min(atoms, key=est)
-        atoms.remove(a)
-        later = set(fvars)
-        for other in atoms:
-            later |= {t.name for t in other.args if isinstance(t, Var)}
-        names = [v for v in b.cols if v == "#fact" or v in later]
-        names += sorted({t.name for t in a.args if isinstance(t, Var)
-                         and t.name not in bound and t.name in later})
-        q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
-        outs = [o for o in ev.evaluate(q, [keep[a.relation]], {}, initial=b) if o.n]
-        if not outs:
-            return hit, 0
-        got = RowSet.from_columns(ev.be, tuple(xp.concatenate([o.cols[i] for o in outs])
-                                               for i in range(len(names))), len(names))
-        b = Bindings(dict(zip(names, got.cols)), len(got))
-    if filters and b.n:
-        q = Rule(Atom("#q", (Var("#fact"),)), filters, rule.loc)
-        outs = ev.evaluate(q, [], {}, initial=b)
-        for o in outs:
-            hit[o.cols[0]] = True
-        return hit, sum(o.n for o in outs)
     hit[b.cols["#fact"]] = True
     return hit, b.n
 
@@ -541,7 +483,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[n].append(_rows_of(be, _gather(e_plus[n].cols, pos, rho2), arity[n]))
     new_norm = _normal_rules(engine, rules, rho2)
     old_norm = od_norm[:len(rules)]
-    fanouts: dict[Any, float] = {}
     for rule, old in zip(new_norm, old_norm):
         h = rule.head.relation
         flows = flow[id(old)]
@@ -559,7 +500,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             if flows:
                 continue
         if len(D[h]):  # (b) one-step rederivation of D's facts
-            hit, matched = _backward(ev, rule, D[h], keep, old_store.__getitem__, fanouts)
+            hit, matched = _backward(ev, rule, D[h], keep, old_store.__getitem__)
             stats.backward += matched
             if bool(hit.any()):
                 parts[h].append(D[h].select(hit))

@@ -1,0 +1,122 @@
+"""Backward evaluation of one rule, one body atom at a time: the planner shared by
+B/F≈'s backward step (paper 001 Algorithm 4 lines 32–33, :mod:`gpu_engine.equality_bf`)
+and DRed≈'s one-step rederivation (:mod:`gpu_engine.equality_maintenance`).
+
+The head is bound to each candidate fact, then the positive body atoms are joined one at
+a time, the atom with the smallest estimated fan-out on its bound columns first (the
+evaluator's own order, smallest input first, can start from an atom bound only by a
+low-selectivity column and multiply the bindings); the bindings are deduplicated after
+each step, and the other literals (comparisons) filter the last bindings.  A rule with a
+single body atom whose variables the head binds needs no join: its instance is the
+head's image, a membership test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpu_engine.kernels.backend import INDEX
+
+from .affected import bind_head
+from .expr import const_value, term_vars
+from .ir import Atom, Call, Compare, Const, Rule, Var
+from .rowset import RowSet
+from .rule_eval import Bindings, RuleEvaluator
+from .runs import RunSet
+
+RowsOf = Callable[[str], RunSet]
+
+
+def fanout(rows_of: RowsOf, name: str, pos: tuple[int, ...]) -> float:
+    """Average number of rows of ``name`` per distinct key on the columns ``pos``, from
+    the join index of the relation's largest run on those columns (the estimate is
+    cached on the run beside its index, so across updates too: runs are immutable)."""
+    runs = rows_of(name).runs
+    if not runs or not pos:
+        return float(sum(len(r) for r in runs))
+    run = max(runs, key=len)
+    key = ("fanout", pos)
+    hit = run._indexes.get(key)
+    if hit is None:
+        idx = run.index(pos)
+        k = idx.sorted_keys
+        distinct = (int((k[1:] != k[:-1]).sum()) + 1 if idx.spec is not None and len(k)
+                    else 1)
+        hit = len(run) / max(distinct, 1)
+        run._indexes[key] = hit
+    return hit
+
+
+def supported(rule: Rule) -> bool:
+    """Whether :func:`join_backward` takes the rule (no functor in its head)."""
+    return not any(isinstance(t, Call) for t in rule.head.args)
+
+
+def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
+                  rows_of: RowsOf, emit: tuple[str, ...] = ()) -> Bindings | None:
+    """The instances of ``rule`` (no head functor: :func:`supported`) whose head is one
+    of ``facts``, its positive atoms over ``source(relation)``: bindings of ``#fact``
+    (the fact's index in ``facts``) and of the variables ``emit``, one row per distinct
+    (fact, emitted values) (module docstring).  Join order from the fan-outs of
+    ``rows_of(relation)``.  None when no instance exists."""
+    xp = ev.be.xp
+    cols, ok, _ = bind_head(ev, rule, facts)
+    idx = xp.flatnonzero(ok)
+    if not len(idx):
+        return None
+    b = Bindings({v: (c[idx] if len(idx) < len(facts) else c) for v, c in cols.items()},
+                 len(idx))
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    filters = tuple(lit for lit in rule.body if not isinstance(lit, Atom))
+    keep = set(emit)
+    for f in filters:
+        if isinstance(f, Compare):
+            keep |= term_vars(f.left) | term_vars(f.right)
+    if len(atoms) == 1 and all(not isinstance(t, Var) or t.name in b.cols
+                               for t in atoms[0].args):
+        # one body atom, every variable bound by the head: the body fact is the head's
+        # image, an instance iff it is in the source (no join needed)
+        a = atoms[0]
+        acols = tuple(b.cols[t.name] if isinstance(t, Var)
+                      else xp.full(b.n, const_value(t, ev.symbols), dtype=INDEX)
+                      for t in a.args)
+        sel = xp.flatnonzero(source(a.relation).contains(acols, b.n))
+        if not len(sel):
+            return None
+        b = Bindings({v: c[sel] for v, c in b.cols.items()}, len(sel))
+        atoms = []
+    while atoms and b.n:
+        bound = set(b.cols)
+
+        def est(a: Atom, bound: set[str] = bound) -> float:
+            pos = tuple(p for p, t in enumerate(a.args)
+                        if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
+            return fanout(rows_of, a.relation, pos)
+
+        a = min(atoms, key=est)
+        atoms.remove(a)
+        later = set(keep)
+        for other in atoms:
+            later |= {t.name for t in other.args if isinstance(t, Var)}
+        names = [v for v in b.cols if v == "#fact" or v in later]
+        names += sorted({t.name for t in a.args if isinstance(t, Var)
+                         and t.name not in bound and t.name in later})
+        q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
+        outs = [o for o in ev.evaluate(q, [source(a.relation)], {}, initial=b) if o.n]
+        if not outs:
+            return None
+        got = RowSet.from_columns(ev.be, tuple(
+            xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(names))),
+            len(names))
+        b = Bindings(dict(zip(names, got.cols)), len(got))
+    if not b.n:
+        return None
+    out = ("#fact", *emit)
+    if filters:
+        q = Rule(Atom("#q", tuple(Var(v) for v in out)), filters, rule.loc)
+        outs = [o for o in ev.evaluate(q, [], {}, initial=b) if o.n]
+        if not outs:
+            return None
+        cols_out = [xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(out))]
+        return Bindings(dict(zip(out, cols_out)), len(cols_out[0]))
+    return Bindings({v: b.cols[v] for v in out}, b.n)

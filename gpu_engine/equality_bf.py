@@ -88,13 +88,13 @@ from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
 from gpu_engine.kernels.sets import argsort_keys, unique_keys
 
-from .affected import backward, may_match
+from .affected import backward
 from .backward_plan import join_backward, supported
 from .engine import _atoms
 from .equality import domain_vars, flows_in, functional_pattern, star_edges
 from .equality_maintenance import _normal_rules
 from .expr import const_value, term_vars
-from .ir import Atom, Const, Rule, Var
+from .ir import Atom, Compare, Const, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import Bindings
@@ -102,11 +102,10 @@ from .runs import RunSet
 from .stats import UpdateStats
 
 SPREAD = 2  # levels between the releases of 1, 1, 2, 4, ... backward instances of a fact
-# line 40: F^π ∩ E′ by expanding F when F^π has at most EXPAND_MIN rows or fewer than
-# |E′|/EXPAND_FACTOR (measured: a gather and a membership test per row of E′ cost about
-# an eighth of expanding, sorting and looking up a row of F^π)
+# line 40: F^π ∩ E′ by expanding F when F^π has at most EXPAND_MIN rows, else through
+# an index of E′ on one domain column (BFEq._explicit_by_index)
 EXPAND_MIN = 4096
-EXPAND_FACTOR = 8
+ROUTE_MAX = 1 << 16  # frontiers up to this size are routed to rules by their constants
 
 Batch = dict[str, RowSet]
 
@@ -171,6 +170,8 @@ class BFEq:
         self._r_index: tuple[Any, Any, Any, Any] | None = None
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
+        self._consts: dict[Atom, tuple[tuple[int, int], ...]] = {}
+        self._rconsts: tuple[Any, Any] | None = None
         empty = {n: RunSet.empty(be, self.arity[n]) for n in self.rels}
         self.D, self.O, self.C, self.S = dict(empty), dict(empty), dict(empty), dict(empty)
         self.PV, self.Y = dict(empty), dict(empty)
@@ -184,8 +185,13 @@ class BFEq:
                 if len(got):
                     self._add(self.Y, h, got)
         self.n_checked = 0
-        self.voc_e = None
-        if self.refl4:  # voc(E′), brief pitfall 4: E after line 4, tombstones subtracted
+        self._voc_e: Any = None
+
+    def voc_e(self) -> Any:
+        """voc(E′) as a flag over the dictionary (brief pitfall 4: E after line 4,
+        tombstones subtracted); computed on first use (lines 37–39 only)."""
+        if self._voc_e is None:
+            xp = self.xp
             count = xp.zeros(self.n_ids, dtype=INDEX)
             for n, pos in self.dom.items():
                 for sets, sign in ((self.E[n].runs, 1), (self.E[n].dead, -1)):
@@ -193,7 +199,8 @@ class BFEq:
                         for p in pos:
                             count += sign * xp.bincount(run.cols[p], minlength=self.n_ids
                                                         ).astype(INDEX)
-            self.voc_e = count > 0
+            self._voc_e = count > 0
+        return self._voc_e
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -247,6 +254,33 @@ class BFEq:
         if len(new):
             sets[n] = sets[n].append(new)
         return new
+
+    def _may_hold(self, seen: dict[Any, Any], atom: Atom, rows: Any) -> bool:
+        """False when some constant of ``atom`` occurs in no row of ``rows`` (a small
+        frontier: a rule whose atom cannot match it is skipped).  The distinct values of
+        each column are read to the host once per frontier (``seen``), so that routing a
+        frontier to the rules costs a set look-up per rule and constant, not an array
+        pass per rule (LUBM: 72 rules read ``TE`` with a constant predicate)."""
+        if self.be.is_gpu:  # each look-up would be a synchronisation
+            return True
+        consts = self._consts.get(atom)
+        if consts is None:
+            consts = tuple((q, const_value(t, self.ev.symbols)) for q, t in enumerate(atom.args)
+                           if isinstance(t, Const))
+            self._consts[atom] = consts
+        for q, v in consts:
+            key = (id(rows), q)
+            vals = seen.get(key)
+            if vals is None:
+                col = rows.compact().cols[q] if isinstance(rows, RunSet) else rows.cols[q]
+                vals = set(self.be.to_host(_unique(self.be, col)).tolist()) \
+                    if len(col) <= ROUTE_MAX else ()
+                seen[key] = (rows, vals)
+            else:
+                vals = vals[1]
+            if vals != () and v not in vals:
+                return False
+        return True
 
     def _containing(self, vals: Any, source: Any) -> Batch:
         """Every fact of ``source(n)`` with one of the values ``vals`` in a domain column
@@ -423,11 +457,12 @@ class BFEq:
             return {}
         dd = {n: RunSet.of(r) for n, r in todo.items()}
         rest = {n: self._i_minus_o(n) for n in self.rels}
+        seen: dict[Any, Any] = {}
         for rule in self.norm:
             atoms = _atoms(rule)
             outs = []
             for i, a in enumerate(atoms):
-                if a.relation not in dd or not may_match(self.ev, a, dd[a.relation]):
+                if a.relation not in dd or not self._may_hold(seen, a, todo[a.relation]):
                     continue
                 sources = [dd[b.relation] if j == i else rest[b.relation]
                            for j, b in enumerate(atoms)]
@@ -519,10 +554,11 @@ class BFEq:
                     v = v[sel]
                     now.append((n, tuple(col[sel] for col in rows.cols),
                                 [(self.eq, (v, v))]))
+        seen: dict[Any, Any] = {}
         for rule, fpos in zip(self.norm, self.flow):  # lines 32-35
             h = rule.head.relation
             rows = still.get(h)
-            if rows is None or not len(rows):
+            if rows is None or not len(rows) or not self._may_hold(seen, rule.head, rows):
                 continue
             heads = rows
             if fpos:  # bound to every member of the class at those positions
@@ -649,7 +685,7 @@ class BFEq:
             if len(c):
                 idx, at = expand(self.be, self.offsets[c], self.sizes[c])
                 d = self.members[at]
-                d = d[self.voc_e[d]]
+                d = d[self.voc_e()[d]]
                 if len(d):
                     g = self.gamma[d]
                     cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (g, g), 2))
@@ -661,7 +697,10 @@ class BFEq:
         self.forward(cand)
 
     def _explicit_members(self, n: str, rows: RowSet) -> RowSet | None:
-        """F^π ∩ E′ for the facts F of ``rows``."""
+        """F^π ∩ E′ for the facts F of ``rows``: a membership test when every class of
+        F is a singleton, F expanded to the members of its classes when that makes at
+        most :data:`EXPAND_MIN` rows, else through an index of E′ (the brief's E_norm,
+        :meth:`_explicit_by_index`)."""
         e = self.E[n]
         if not len(e):
             return None
@@ -673,24 +712,58 @@ class BFEq:
             for p in pos:
                 prod = prod * self.sizes[rows.cols[p]]
             total = int(prod.sum())
-        if total <= EXPAND_MIN or EXPAND_FACTOR * total <= len(e):
+        if total == len(rows):  # F^π = {F}
+            return rows.select(e.contains(rows.cols, len(rows)))
+        if total <= EXPAND_MIN:
             cols = list(rows.cols)
             for p in pos:
                 v = cols[p]
                 idx, at = expand(self.be, self.offsets[v], self.sizes[v])
                 cols = [c[idx] for c in cols]
                 cols[p] = self.members[at]
-            g = self._rows(n, tuple(cols), total)
-            return g.select(e.contains(g.cols, len(g))) if len(g) else g
-        parts = []  # E_norm: E′ through π, tested against the level
+            hit = xp.flatnonzero(e.contains(tuple(cols), total))
+            return self._rows(n, tuple(c[hit] for c in cols), len(hit))
+        return self._explicit_by_index(n, rows, pos, e)
+
+    def _explicit_by_index(self, n: str, rows: RowSet, pos: tuple[int, ...], e: RunSet
+                           ) -> RowSet:
+        """F^π ∩ E′ through the join index of E′'s runs on one domain column ``p`` (cached
+        on the runs, which E′ shares with E across updates): the members of the classes
+        of the values F_p probe it, and the rows found are kept when their π-image is in
+        ``rows``.  Costs the members of those classes and their rows, not |E′| (the
+        column whose classes have the fewest members is chosen)."""
+        from gpu_engine.kernels.join import probe
+        from gpu_engine.kernels.keys import pack_probe
+
+        be = self.be
+        best: tuple[int, int, Any] | None = None
+        for p in pos:
+            v = _unique(be, rows.cols[p])
+            cost = int(self.sizes[v].sum())
+            if best is None or cost < best[0]:
+                best = (cost, p, v)
+        assert best is not None
+        _, p, v = best
+        _, at = expand(be, self.offsets[v], self.sizes[v])
+        m = self.members[at]
+        parts = []
         for run in e.runs:
-            norm = self._gather(n, run.cols, self.rho)
-            hit = rows.contains(norm)
-            if bool(hit.any()):
-                parts.append(run.select(hit))
+            ji = run.index((p,))
+            if ji.spec is None or ji.sorted_keys is None:  # ranked index: scan the run
+                cand = run.cols
+            else:
+                lo, cnt = probe(be, pack_probe(be, (m,), ji.spec), ji.sorted_keys)
+                _, got = expand(be, lo, cnt)
+                rid = ji.rows[got]
+                cand = tuple(c[rid] for c in run.cols)
+            if not len(cand[0]):
+                continue
+            hit = self.xp.flatnonzero(rows.contains(self._gather(n, cand, self.rho)))
+            if len(hit):
+                parts.append(self._rows(n, tuple(c[hit] for c in cand), len(hit)))
         g = self._union(n, parts)
         if e.dead and len(g):
-            g = g.select(e.contains(g.cols, len(g)))
+            g = g.select(~e._in_dead(g.cols, len(g)))
         return g
 
     def _delayed_members(self, n: str, rows: RowSet) -> RowSet | None:
@@ -745,9 +818,13 @@ class BFEq:
                 outs.setdefault(rule.head.relation, []).extend(got)
             full = []
             todo = sorted({i for n in dd for i in self.by_rel.get(n, ())})
+            seen: dict[Any, Any] = {}
             for i in todo:  # lines 48-50 (the rules with a body atom in the round's facts)
                 rule, fp = self.Gamma[i], self.functional[i]
                 atoms = _atoms(rule)
+                if len(atoms) == 1 and not self._may_hold(seen, atoms[0],
+                                                          delta[atoms[0].relation]):
+                    continue
                 if fp is not None:
                     if atoms[0].relation in dd:
                         got = self._star(rule, fp, dd[atoms[0].relation])
@@ -760,7 +837,7 @@ class BFEq:
                         outs.setdefault(rule.head.relation, []).append(got)
                         continue
                 for p, roles in delta_variants(atoms, dd.__contains__):
-                    if not may_match(self.ev, atoms[p], dd[atoms[p].relation]):
+                    if not self._may_hold(seen, atoms[p], delta[atoms[p].relation]):
                         continue
                     sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     got = self.ev.evaluate(rule, sources, {}, delta=dd[atoms[p].relation])
@@ -859,6 +936,7 @@ class BFEq:
         relabel = self.ids.copy()
         relabel[verts] = verts[label]
         moved = relabel != self.ids
+        g_old = self.gamma
         self.gamma = relabel[self.gamma]
         for n, pos in self.dom.items():  # lines 53-54
             pv = self.PV[n]
@@ -880,10 +958,39 @@ class BFEq:
                     delta[n] = u
                 else:
                     delta.pop(n, None)
-        new = _normal_rules(self.engine, self.rules, self.gamma)  # lines 55-56
-        full = [r for r, cur in zip(new, self.Gamma) if r != cur and r.body != cur.body]
-        self.Gamma = new
+        ids, owner = self._rule_constants()  # lines 55-56: the rules whose constants moved
+        changed = self.be.to_host(_unique(self.be, owner[moved[g_old[ids]]])).tolist() \
+            if len(ids) else []
+        full = []
+        for i in changed:
+            r, cur = _normal_rules(self.engine, [self.rules[i]], self.gamma)[0], self.Gamma[i]
+            if r != cur:
+                if r.body != cur.body:
+                    full.append(r)
+                self.Gamma[i] = r
         return full
+
+    def _rule_constants(self) -> tuple[Any, Any]:
+        """(dictionary ids of the symbol constants of Π's atoms and comparisons, the index
+        of the rule of each), computed once: a rule of Γ changes only when γ moves one
+        of its constants (line 55), so Γ is renormalised for those rules alone."""
+        if self._rconsts is None:
+            syms = self.engine.symbols
+            ids: list[int] = []
+            owner: list[int] = []
+            for i, r in enumerate(self.rules):
+                terms = [t for lit in (r.head, *r.body) for t in getattr(lit, "args", ())]
+                terms += [t for lit in r.body if isinstance(lit, Compare)
+                          for t in (lit.left, lit.right)]
+                for t in terms:
+                    if isinstance(t, Const) and t.type == "symbol":
+                        cid = syms.encode(str(t.value))
+                        if cid < self.n_ids:
+                            ids.append(cid)
+                            owner.append(i)
+            xp = self.xp
+            self._rconsts = (xp.asarray(ids, dtype=INDEX), xp.asarray(owner, dtype=INDEX))
+        return self._rconsts
 
     # --- Algorithm 2 ---------------------------------------------------------------------
 

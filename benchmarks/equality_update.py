@@ -23,7 +23,9 @@ backwards, DRed≈'s exploded classes, B/F≈'s checked, proved, disproved and r
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import re
 import sys
 import time
@@ -140,58 +142,123 @@ def _pick(facts: dict[str, np.ndarray], k: int, seed: int) -> dict[str, np.ndarr
     return out
 
 
+COUNTS = ("overdeleted", "rederived", "added", "checked_backwards", "checked", "proved",
+          "disproved", "readded", "exploded_classes", "exploded_members", "facts")
+
+
+def _pool(facts: dict[str, np.ndarray], keys: bool) -> dict[str, np.ndarray]:
+    if keys:
+        return facts
+    if "TE" in facts:  # lubm_dup: no e-mail triples (no class splits)
+        te = facts["TE"]
+        return {"TE": te[te[:, 1] != EMAIL]}
+    return {n: v for n, v in facts.items() if n != "key"}
+
+
+def _one(text: str, facts: dict[str, np.ndarray], dele: dict[str, np.ndarray], alg: str,
+         device: str, first: dict[str, np.ndarray] | None) -> tuple[object, float, dict]:
+    """One timed deletion by ``alg`` on a fresh materialised state (``first``: an
+    untimed deletion before it, so join indexes exist)."""
+    r = _state(text, facts, device)
+    if first:
+        r.update(delete=first, algorithm=alg)  # type: ignore[attr-defined]
+    gc.collect()  # the garbage of building the state is not the update's
+    t0 = time.perf_counter()
+    st = r.update(delete=dele, algorithm=alg)  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - t0
+    m = re.search(r"exploded ([\d,]+) classes \(([\d,]+) members\)", st.note)
+    counts = {"overdeleted": st.overdeleted, "rederived": st.rederived, "added": st.added,
+              "checked_backwards": st.backward, "checked": st.checked, "proved": st.proved,
+              "disproved": st.disproved, "readded": st.added if st.checked else 0,
+              "exploded_classes": int(m.group(1).replace(",", "")) if m else 0,
+              "exploded_members": int(m.group(2).replace(",", "")) if m else 0,
+              "facts": st.facts}
+    return r, seconds, {"ran": st.algorithm, "note": st.note, **counts}
+
+
 def measure(text: str, facts: dict[str, np.ndarray], k: int, device: str,
             algorithms: list[str], seed: int, keys: bool = True,
-            dataset: str = "sameas", warmup: bool = False) -> list[dict]:
-    """One deletion of ``k`` random explicit facts (``keys``: key facts among them, so
-    classes split; otherwise only attr/knows facts) by Remat≈ and ``algorithms``;
-    ``warmup``: each state first applies another deletion of ``k`` facts with the same
-    algorithm, untimed (join indexes built, as in a store that has been updated)."""
-    if keys:
-        pool = facts
-    elif "TE" in facts:  # lubm_dup: no e-mail triples (no class splits)
-        te = facts["TE"]
-        pool = {"TE": te[te[:, 1] != EMAIL]}
-    else:
-        pool = {n: v for n, v in facts.items() if n != "key"}
-    dele = _pick(pool, k, seed)
-    if warmup:
-        pre = _pick(pool, 2 * k, seed + 7919)
-        first = {n: v for n, v in pre.items()}
-        keep = {n: {tuple(x) for x in v} for n, v in dele.items()}
-        first = {n: np.array([x for x in v if tuple(x) not in keep.get(n, ())],
-                             dtype=object)[:k] for n, v in first.items()}
-        first = {n: v for n, v in first.items() if len(v)}
-    base = _state(text, facts, device)
+            dataset: str = "sameas", warmup: bool = False, samples: int = 1) -> list[dict]:
+    """Deletions of ``k`` random explicit facts (``keys``: key facts among them, so
+    classes split; otherwise no key/e-mail facts) by Remat≈ and ``algorithms``, each on
+    a fresh copy of the materialised state, Remat≈ and the others alternately, for
+    ``samples`` different random deletions; one line per algorithm with the median
+    seconds (every sample's too), the ratio of Remat≈'s median to it, the median counts
+    and whether every sample's result equals Remat≈'s.  ``warmup``: each state first
+    applies another deletion of ``k`` facts with the same algorithm, untimed (join
+    indexes built, as in a store that has been updated)."""
+    pool = _pool(facts, keys)
     n_e = sum(len(v) for v in facts.values())
-    lines = []
-    results = {}
-    for alg in ["remat", *algorithms]:
-        r = base if alg == "remat" else _state(text, facts, device)
+    runs: dict[str, list[tuple[float, dict]]] = {a: [] for a in ["remat", *algorithms]}
+    same = {a: True for a in algorithms}
+    for i in range(samples):
+        dele = _pick(pool, k, seed + 1009 * i)
+        first = None
         if warmup:
-            r.update(delete=first, algorithm=alg)  # type: ignore[attr-defined]
-        t0 = time.perf_counter()
-        st = r.update(delete=dele, algorithm=alg)  # type: ignore[attr-defined]
-        seconds = time.perf_counter() - t0
-        results[alg] = (r, seconds)
-        m = re.search(r"exploded ([\d,]+) classes \(([\d,]+) members\)", st.note)
-        lines.append({"benchmark": "equality-update", "dataset": dataset, "warmup": warmup,
-                      "deleting": "any" if keys else "no-key",
-                      "explicit": n_e, "deleted": k, "algorithm": alg, "ran": st.algorithm,
-                      "device": r.device, "seconds": round(seconds, 4),  # type: ignore[attr-defined]
-                      "overdeleted": st.overdeleted, "rederived": st.rederived,
-                      "added": st.added, "checked_backwards": st.backward,
-                      "checked": st.checked, "proved": st.proved,
-                      "disproved": st.disproved, "readded": st.added if st.checked else 0,
-                      "exploded_classes": int(m.group(1).replace(",", "")) if m else 0,
-                      "exploded_members": int(m.group(2).replace(",", "")) if m else 0,
-                      "facts": st.facts, "note": st.note})
-    remat_r, remat_s = results["remat"]
-    for line in lines:
-        line["speedup_vs_remat"] = round(remat_s / max(line["seconds"], 1e-9), 1)
-        if line["algorithm"] != "remat":
-            line["same_as_remat"] = _same(results[line["algorithm"]][0], remat_r)
+            pre = _pick(pool, 2 * k, seed + 1009 * i + 7919)
+            keep = {n: {tuple(x) for x in v} for n, v in dele.items()}
+            first = {n: np.array([x for x in v if tuple(x) not in keep.get(n, ())],
+                                 dtype=object)[:k] for n, v in pre.items()}
+            first = {n: v for n, v in first.items() if len(v)}
+        remat_r, secs, info = _one(text, facts, dele, "remat", device, first)
+        runs["remat"].append((secs, info))
+        for alg in algorithms:
+            r, secs, info = _one(text, facts, dele, alg, device, first)
+            runs[alg].append((secs, info))
+            same[alg] = same[alg] and _same(r, remat_r)
+            del r
+        del remat_r
+    remat_med = float(np.median([s for s, _ in runs["remat"]]))
+    lines = []
+    for alg, got in runs.items():
+        med = float(np.median([s for s, _ in got]))
+        line = {"benchmark": "equality-update", "dataset": dataset, "warmup": warmup,
+                "deleting": "any" if keys else "no-key", "explicit": n_e, "deleted": k,
+                "algorithm": alg, "ran": ",".join(sorted({i["ran"] for _, i in got})),
+                "device": device, "samples": samples, "seconds": round(med, 4),
+                "seconds_all": [round(s, 4) for s, _ in got],
+                "speedup_vs_remat": round(remat_med / max(med, 1e-9), 2),
+                "load_avg": round(os.getloadavg()[0], 2),
+                **{c: int(np.median([i[c] for _, i in got])) for c in COUNTS},
+                "note": got[len(got) // 2][1]["note"]}
+        if alg != "remat":
+            line["same_as_remat"] = same[alg]
+        lines.append(line)
     return lines
+
+
+def table(lines: list[dict]) -> str:
+    """The lines as a Markdown table in the shape of paper 001 Table 1: per data set,
+    deletion kind and size, the median seconds of each algorithm with its ratio to
+    Remat≈ (and, for B/F≈, the counts checked / proved / disproved / re-added)."""
+    algs = [a for a in ("remat", "bf_eq", "dred_eq", "auto")
+            if any(x["algorithm"] == a for x in lines)]
+    head = ["data set", "deleting", "|E⁻|", *(a for a in algs)]
+    if "bf_eq" in algs:
+        head.append("B/F≈ checked / proved / disproved / re-added")
+    if "auto" in algs:
+        head.append("auto ran")
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def keyf(x: dict) -> tuple:
+        return x["dataset"], x["deleting"], x["deleted"]
+
+    for key in dict.fromkeys(keyf(x) for x in lines):
+        row = {x["algorithm"]: x for x in lines if keyf(x) == key}
+        cells = [key[0], key[1], f"{key[2]:,}"]
+        for a in algs:
+            x = row.get(a)
+            cells.append("" if x is None else f"{x['seconds']:.3f} s" if a == "remat"
+                         else f"{x['seconds']:.3f} s ({x['speedup_vs_remat']}×)")
+        if "bf_eq" in algs:
+            b = row.get("bf_eq")
+            cells.append("" if b is None else
+                         f"{b['checked']:,} / {b['proved']:,} / {b['disproved']:,} / "
+                         f"{b['readded']:,}")
+        if "auto" in algs:
+            cells.append(row["auto"]["ran"] if "auto" in row else "")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,13 +275,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="any: random explicit facts; no-key: no key/e-mail facts")
     ap.add_argument("--warmup", action="store_true",
                     help="time a second deletion on each state (indexes built)")
+    ap.add_argument("--samples", type=int, default=3,
+                    help="random deletions per size (medians reported)")
+    ap.add_argument("--table", action="store_true", help="print a Markdown table at the end")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if args.dataset == "sameas":
         text, facts = sameas(args.entities, seed=args.seed)
     else:
         text, facts = lubm_dup(args.universities, args.dup, args.seed)
-    _state(text, {n: v[:50] for n, v in facts.items()}, args.device)  # warm-up
+    for alg in ("remat", *args.algorithms.split(",")):  # warm-up: imports, first calls
+        small = {n: v[:200] for n, v in facts.items()}
+        _state(text, small, args.device).update(  # type: ignore[attr-defined]
+            delete=_pick(_pool(small, True), 5, 1), algorithm=alg)
     n_e = sum(len(v) for v in facts.values())
     out = []
     for d in args.deletions.split(","):
@@ -222,9 +295,12 @@ def main(argv: list[str] | None = None) -> int:
         for which in args.deleting.split(","):
             for line in measure(text, facts, k, args.device, args.algorithms.split(","),
                                 args.seed + k, keys=which == "any",
-                                dataset=args.dataset, warmup=args.warmup):
+                                dataset=args.dataset, warmup=args.warmup,
+                                samples=args.samples):
                 print(json.dumps(line), flush=True)
                 out.append(line)
+    if args.table:
+        print(table(out))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "a", encoding="utf-8") as f:

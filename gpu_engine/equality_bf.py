@@ -740,6 +740,8 @@ class BFEq:
         for p in pos:
             v = _unique(be, rows.cols[p])
             cost = int(self.sizes[v].sum())
+            if p and any(((p,), (), ()) not in run._indexes for run in e.runs):
+                cost += len(e) // 4  # the index on a later column is sorted first
             if best is None or cost < best[0]:
                 best = (cost, p, v)
         assert best is not None

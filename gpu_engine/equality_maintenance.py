@@ -60,6 +60,7 @@ from .affected import may_match, rederivable
 from .backward_plan import join_backward, supported
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
+from .expr import const_value
 from .ir import Compare, Const, Location, Negation, Rule
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
@@ -72,7 +73,7 @@ BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 BF_BUDGET = 0.03  # auto: B/F≈ gives up once it checks more than this fraction of |I|
-BF_TIME = 0.5  # ... or runs longer than this share of the last materialisation's time
+BF_TIME = 0.3  # ... or runs longer than this share of the last materialisation's time
 BF_MIN_SECONDS = 0.01  # ... but never less than this
 
 
@@ -80,15 +81,17 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
     """``auto``'s choice for a deletion of ``deleted`` explicit facts: (algorithm, note).
 
     Many deletions (more than :data:`LARGE_UPDATE` of a large E) rematerialise.  A
-    deletion that touches a class of two or more members, or deletes an equality, may
-    split classes: B/F≈ checks what each split costs and stops past its budget
-    (:data:`BF_BUDGET` of I); one that touches only singleton classes runs DRed≈ (bulk
-    overdeletion and rederivation, with its own budget).  Either falls back to Remat≈."""
+    deletion that cannot reach an equality (:func:`_may_split`) runs DRed≈.  One that
+    may, and touches a class of two or more members or deletes an equality, may split
+    classes: B/F≈ checks what each split costs and stops past its budget
+    (:data:`BF_BUDGET` of I, :data:`BF_TIME` of the last materialisation's time); one
+    that touches only singleton classes runs DRed≈ (bulk overdeletion and rederivation,
+    with its own budget).  Either falls back to Remat≈."""
     n_e = sum(len(e) for e in engine.explicit.values())
     if n_e >= LARGE_E and deleted > LARGE_UPDATE * n_e:
         return "remat", (f"Remat≈ (auto): {deleted:,} deletions are more than "
                          f"{LARGE_UPDATE:.0%} of the {n_e:,} explicit facts")
-    if not deleted:
+    if not deleted or not _may_split(engine, e_minus):
         return "dred_eq", ""
     eq = engine.equality
     rho = engine.rho()
@@ -103,6 +106,52 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
             if bool((sizes[rho[em.cols[p]]] > 1).any()):
                 return "bf_eq", ""
     return "dred_eq", ""
+
+
+
+def _may_split(engine: Any, e_minus: dict[str, RowSet]) -> bool:
+    """Whether deleting ``e_minus`` may take a derivation from an equality fact, so that
+    a class may split: an equality is deleted, or a deleted row may match a body atom of
+    a rule whose head reaches the equality relation through the rules (constants
+    compared through ρ).  When none can, DRed≈ keeps every class and has nothing to
+    explode (LUBM without e-mail deletions: 2.4× faster than B/F≈ there)."""
+    eq = engine.equality
+    if len(e_minus.get(eq.relation, ())):
+        return True
+    feeds = {eq.relation}
+    grew = True
+    while grew:
+        grew = False
+        for r in engine.rules:
+            if r.head.relation in feeds:
+                for a in _atoms(r):
+                    if a.relation not in feeds:
+                        feeds.add(a.relation)
+                        grew = True
+    rho = engine.rho()
+    xp = engine.be.xp
+    syms = engine.evaluator.symbols
+    for r in engine.rules:
+        if r.head.relation not in feeds:
+            continue
+        for a in _atoms(r):
+            em = e_minus.get(a.relation)
+            if em is None or not len(em):
+                continue
+            dom = eq.domain.get(a.relation, ())
+            ok = xp.ones(len(em), dtype=bool)
+            for q, t in enumerate(a.args):
+                if isinstance(t, Const):
+                    v = const_value(t, syms)
+                    col = em.cols[q]
+                    if q in dom and 0 <= v < len(rho):
+                        ok &= rho[xp.minimum(col, len(rho) - 1)] == rho[v]
+                    else:
+                        ok &= col == v
+            if bool(ok.any()):
+                return True
+    return False
+
 
 Encoded = dict[str, tuple[tuple[Any, ...], int]]
 

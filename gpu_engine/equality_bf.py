@@ -97,7 +97,6 @@ from .expr import const_value, term_vars
 from .ir import Atom, Compare, Const, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet
-from .rule_eval import Bindings
 from .runs import RunSet
 from .stats import UpdateStats
 
@@ -284,25 +283,58 @@ class BFEq:
 
     def _containing(self, vals: Any, source: Any) -> Batch:
         """Every fact of ``source(n)`` with one of the values ``vals`` in a domain column
-        (lines 10 and 26), by a query per domain column with that column bound."""
-        out: dict[str, list[RowSet]] = {}
+        (lines 10 and 26).  Per run of the relation, a mask over its rows: through the
+        run's join index on the column when it is cached (a look-up per value), else by
+        a flag over the dictionary gathered along the column (one pass; building an
+        index on a later column would sort the run).  With a budget, the facts found
+        are counted per relation, the largest first, and :class:`OverBudget` is raised
+        before they are materialised when they would take the checked facts past it."""
+        from gpu_engine.kernels.join import probe
+        from gpu_engine.kernels.keys import pack_probe
+
         if not len(vals):
             return {}
-        vals = _unique(self.be, vals)
-        for n, pos in self.dom.items():
+        xp, be = self.xp, self.be
+        vals = _unique(be, vals)
+        flag = None
+        total = 0
+        masks: dict[str, list[tuple[RowSet, Any]]] = {}
+        for n in sorted(self.dom, key=lambda r: -len(self.I[r])):
             src = source(n)
             if not len(src):
                 continue
-            ar = self.arity[n]
-            names = tuple(f"v{i}" for i in range(ar))
-            q = Rule(Atom("#q", tuple(Var(v) for v in names)),
-                     (Atom(n, tuple(Var(v) for v in names)),))
-            for p in pos:
-                init = Bindings({names[p]: vals}, len(vals))
-                got = self._outputs(n, self.ev.evaluate(q, [src], {}, initial=init))
-                if len(got):
-                    out.setdefault(n, []).append(got)
-        return {n: u for n, p in out.items() if len(u := self._union(n, p))}
+            for run in src.runs:
+                mask = None
+                for p in self.dom[n]:
+                    ji = run._indexes.get(((p,), (), ()))
+                    if ji is not None and ji.spec is not None and ji.sorted_keys is not None:
+                        lo, cnt = probe(be, pack_probe(be, (vals,), ji.spec), ji.sorted_keys)
+                        _, at = expand(be, lo, cnt)
+                        m = xp.zeros(len(run), dtype=bool)
+                        m[ji.rows[at]] = True
+                    else:
+                        if flag is None:
+                            flag = xp.zeros(self.n_ids, dtype=bool)
+                            flag[vals] = True
+                        m = flag[run.cols[p]]
+                    mask = m if mask is None else mask | m
+                if mask is not None:
+                    total += int(mask.sum())
+                    masks.setdefault(n, []).append((run, mask))
+            if self.budget is not None and self.n_checked + total > self.budget:
+                raise OverBudget(f"{len(vals):,} classes are split or not proved, and "
+                                 f"{total:,}+ facts holding them would be checked too "
+                                 f"(budget {self.budget:,})")
+        out: Batch = {}
+        for n, parts in masks.items():
+            got = [run.select(m) for run, m in parts if bool(m.any())]
+            u = self._union(n, got)
+            dead = source(n).dead
+            if dead and len(u):
+                u = u.select(~source(n)._in_dead(u.cols, len(u)))
+            if len(u):
+                out[n] = u
+        return out
 
     # --- Algorithm 3 ---------------------------------------------------------------------
 

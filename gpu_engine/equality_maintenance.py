@@ -346,25 +346,45 @@ def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_
 def _present(be: Any, vals: Any, keep: dict[str, RunSet], dom: dict[str, tuple[int, ...]],
              size: int) -> Any:
     """Mask over ``vals`` (dictionary ids below ``size``): which occur in a domain column of
-    a live row of ``keep`` (so their reflexive row ``same(c, c)`` still holds).  One gather
-    per domain column into a flag over the dictionary; occurrences in the rows' tombstones
-    are subtracted (they are rows of the runs)."""
+    a live row of ``keep`` (so their reflexive row ``same(c, c)`` still holds).  Relations
+    are read smallest first and the search stops once every value is found; per run and
+    column the occurrences are counted through the run's cached join index on the column
+    (a look-up per value), else by a flag over the dictionary gathered along the column;
+    occurrences in the relation's tombstones are subtracted (they are rows of the runs)."""
     xp = be.xp
     if not len(vals):
         return xp.zeros(0, dtype=bool)
-    flag = xp.zeros(size, dtype=bool)
-    flag[vals] = True
-    count = xp.zeros(size, dtype=INDEX)
-    for n, pos in dom.items():
+    u = xp.unique(vals)
+    found = xp.zeros(len(u), dtype=bool)
+    flag = None
+    for n in sorted(dom, key=lambda r: len(keep[r])):
         rs = keep[n]
+        if not len(rs):
+            continue
+        count = xp.zeros(len(u), dtype=INDEX)
         for sets, sign in ((rs.runs, 1), (rs.dead, -1)):
             for run in sets:
-                for p in pos:
+                for p in dom[n]:
+                    ji = run._indexes.get(((p,), (), ())) if sign > 0 else None
+                    if ji is not None and ji.spec is not None and ji.sorted_keys is not None:
+                        from gpu_engine.kernels.join import probe
+                        from gpu_engine.kernels.keys import pack_probe
+
+                        _, cnt = probe(be, pack_probe(be, (u,), ji.spec), ji.sorted_keys)
+                        count += sign * cnt
+                        continue
+                    if flag is None:
+                        flag = xp.zeros(size, dtype=bool)
+                        flag[u] = True
                     col = run.cols[p]
                     h = col[flag[col]]
                     if len(h):
-                        count += sign * xp.bincount(h, minlength=size).astype(INDEX)
-    return count[vals] > 0
+                        count += sign * xp.bincount(xp.searchsorted(u, h),
+                                                    minlength=len(u)).astype(INDEX)
+        found |= count > 0
+        if bool(found.all()):
+            break
+    return found[xp.searchsorted(u, vals)]
 
 
 def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[int, ...]]

@@ -671,16 +671,16 @@ class BFEq:
                             v = g.cols[p][sel]
                             entries.append((self.eq, (v, v),
                                             [(n, tuple(col[sel] for col in g.cols))]))
-        owners: dict[str, list[RowSet]] = {}
+        owners: dict[str, list[tuple[tuple[Any, ...], int]]] = {}
         for owner_rel, owner, body in entries:
             m = len(body[0][1][0]) if body and body[0][1] else 1
-            owners.setdefault(owner_rel, []).append(self._rows(owner_rel, owner, m))
+            owners.setdefault(owner_rel, []).append((owner, m))
         done: dict[str, RowSet] = {}
-        for n, parts in owners.items():
-            u = self._union(n, parts)
+        for n, parts in owners.items():  # one sort per relation, not per entry
+            u = self._concat(n, parts)
             allp, _ = self.proved(n, u)
             done[n] = u.select(allp)
-        parts: dict[str, list[RowSet]] = {}
+        bodies: dict[str, list[tuple[tuple[Any, ...], int]]] = {}
         for owner_rel, owner, body in entries:
             m = len(body[0][1][0]) if body and body[0][1] else 1
             d = done[owner_rel]
@@ -696,14 +696,24 @@ class BFEq:
             k = m if sel is None else len(sel)
             for n, cols in body:
                 cols = cols if sel is None else tuple(c[sel] for c in cols)
-                parts.setdefault(n, []).append(self._rows(n, cols, k))
+                bodies.setdefault(n, []).append((cols, k))
         out = {}
-        for n, p in parts.items():
-            u = self._union(n, p)
+        for n, p in bodies.items():
+            u = self._concat(n, p)
             u = u.select(self.I[n].contains(u.cols, len(u))) if len(u) else u
             if len(u):
                 out[n] = u
         return out
+
+    def _concat(self, n: str, parts: list[tuple[tuple[Any, ...], int]]) -> RowSet:
+        """The distinct rows of column tuples (each with its row count) of relation
+        ``n``, sorted once."""
+        total = sum(k for _, k in parts)
+        if self.arity[n] == 0 or len(parts) == 1:
+            return self._rows(n, parts[0][0] if self.arity[n] else (), total)
+        xp = self.xp
+        return self._rows(n, tuple(xp.concatenate([c[i] for c, _ in parts])
+                                   for i in range(self.arity[n])), total)
 
     # --- Algorithm 5 ---------------------------------------------------------------------
 

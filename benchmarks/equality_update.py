@@ -107,6 +107,38 @@ def lubm_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
     return text, {"TE": te}
 
 
+SAME_AS = "<http://www.w3.org/2002/07/owl#sameAs>"
+
+
+def owl2rl_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
+               ) -> tuple[object, dict[str, np.ndarray]]:
+    """LUBM(k) and its ontology (``univ-bench.nt``) under the shipped OWL 2 RL rule set
+    with equality by rewriting (``host/owl2rl/owl2rl-eq.dl``, ``sameAs`` declared
+    ``equality``): ``dup`` of the individuals with an e-mail address copied under an alias
+    IRI (every triple with them as subject) and stated equal by an ``owl:sameAs`` triple
+    (paper 001's setting: equalities from the data, the OWL 2 RL rules)."""
+    from gpu_engine.host.ntriples import read_ntriples
+    from gpu_engine.host.owl2rl import rule_set
+
+    from benchmarks.run import SHARED_LUBM, lubm_data_path
+
+    cols = []
+    for path in (lubm_data_path(universities), SHARED_LUBM / "univ-bench.nt"):
+        t = read_ntriples(path)
+        cols.append([np.array(t.column(c).to_pylist(), dtype=object) for c in "spo"])
+    s_, p_, o_ = (np.concatenate([c[i] for c in cols]) for i in range(3))
+    rng = np.random.default_rng(seed)
+    people = np.unique(s_[p_ == EMAIL])
+    chosen = people[rng.random(len(people)) < dup]
+    sel = np.isin(s_, chosen)
+    alias = np.array([x[:-1] + "_dup>" for x in s_[sel]], dtype=object)
+    same = np.stack([np.array([x[:-1] + "_dup>" for x in chosen], dtype=object),
+                     np.full(len(chosen), SAME_AS, dtype=object), chosen], axis=1)
+    triples = np.concatenate([np.stack([s_, p_, o_], axis=1),
+                              np.stack([alias, p_[sel], o_[sel]], axis=1), same])
+    return rule_set("owl2rl-eq"), {"triple": triples}
+
+
 def _state(text: str, facts: dict[str, np.ndarray], device: str) -> object:
     from gpu_engine import Reasoner
 
@@ -152,6 +184,9 @@ def _pool(facts: dict[str, np.ndarray], keys: bool) -> dict[str, np.ndarray]:
     if "TE" in facts:  # lubm_dup: no e-mail triples (no class splits)
         te = facts["TE"]
         return {"TE": te[te[:, 1] != EMAIL]}
+    if "triple" in facts:  # owl2rl_dup: no owl:sameAs triples
+        t = facts["triple"]
+        return {"triple": t[t[:, 1] != SAME_AS]}
     return {n: v for n, v in facts.items() if n != "key"}
 
 
@@ -263,7 +298,8 @@ def table(lines: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", choices=["sameas", "lubm_dup"], default="sameas")
+    ap.add_argument("--dataset", choices=["sameas", "lubm_dup", "owl2rl_dup"],
+                    default="sameas")
     ap.add_argument("--entities", type=int, default=60000, help="sameas: individuals")
     ap.add_argument("--universities", type=int, default=1, help="lubm_dup: LUBM(k)")
     ap.add_argument("--dup", type=float, default=0.1, help="lubm_dup: share duplicated")
@@ -272,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deleting", default="any,no-key",
-                    help="any: random explicit facts; no-key: no key/e-mail facts")
+                    help="any: random explicit facts; no-key: no key, e-mail or owl:sameAs facts")
     ap.add_argument("--warmup", action="store_true",
                     help="time a second deletion on each state (indexes built)")
     ap.add_argument("--samples", type=int, default=3,
@@ -282,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.dataset == "sameas":
         text, facts = sameas(args.entities, seed=args.seed)
-    else:
+    elif args.dataset == "lubm_dup":
         text, facts = lubm_dup(args.universities, args.dup, args.seed)
+    else:
+        text, facts = owl2rl_dup(args.universities, args.dup, args.seed)  # type: ignore[assignment]
     for alg in ("remat", *args.algorithms.split(",")):  # warm-up: imports, first calls
         small = {n: v[:200] for n, v in facts.items()}
         _state(text, small, args.device).update(  # type: ignore[attr-defined]

@@ -1,8 +1,12 @@
 """Deletions with equality by rewriting: B/F≈, DRed≈ (and auto) against Remat≈ (paper 001
 Table 1 shape, brief §1.5 P3/P4).
 
-``python -m benchmarks.equality_update [--entities 60000] [--deletions 100,1000,25%]
-[--device cpu] [--out FILE]`` prints one JSON line per measurement.
+``python -m benchmarks.equality_update [--dataset sameas|lubm_dup|owl2rl_dup]
+[--entities 60000] [--universities 1] [--deletions 100,1000,25%] [--samples 3] [--table]
+[--device cpu] [--out FILE]`` prints one JSON line per algorithm and deletion (the median
+of ``--samples`` random deletions, each algorithm on a fresh state, Remat≈ and the others
+alternately, with the load average) and, with ``--table``, a Markdown table in the shape
+of paper 001 Table 1.
 
 The synthetic data set (``sameas``): ``entities`` individuals; classes of Zipf-distributed
 sizes up to ``max_class`` (300) cover ``merged`` (30 %) of them, merged by the
@@ -11,6 +15,10 @@ their own); every individual has one ``attr`` and two ``knows`` edges to random
 individuals; rules read the merged constants: ``fan(x, v) :- knows(x, y), attr(y, v)``,
 ``reach(x, v) :- fan(x, v), attr(x, v)``, ``star(x) :- knows(x, c)`` with ``c`` a member
 of the largest class (a rule constant normalised to its representative).
+
+``lubm_dup``: LUBM(k) under LUBM_L with duplicated individuals made equal by an
+inverse-functional e-mail rule; ``owl2rl_dup``: the same duplicates stated equal by
+``owl:sameAs`` triples, under the shipped OWL 2 RL rules with equality (``owl2rl-eq``).
 
 Deletions are random explicit facts of every relation (keys among them, so classes
 split).  For each size the same deletion runs on two copies of the same materialised

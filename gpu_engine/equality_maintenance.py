@@ -253,8 +253,11 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             run = "mat≈"
         if run not in ("remat", "mat≈", "b/f≈"):
             try:
+                last = getattr(engine, "materialise_seconds", None)
                 dred_eq(engine, e_minus, e_plus, new_e, stats,
-                        BUDGET if alg == "auto" else None)
+                        BUDGET if alg == "auto" else None,
+                        max(BF_TIME * last, BF_MIN_SECONDS) if alg == "auto" and last
+                        else None)
             except OverBudget as exc:
                 engine.state = saved
                 engine.set_rho(saved_rho)
@@ -406,9 +409,13 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
 
 
 def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
-            new_e: dict[str, RunSet], stats: UpdateStats, budget: float | None) -> None:
+            new_e: dict[str, RunSet], stats: UpdateStats, budget: float | None,
+            seconds: float | None = None) -> None:
     """DRed≈ (module docstring, steps 1–4); installs the new materialisation and ρ.
-    Raises :class:`OverBudget` (nothing changed) when ``budget`` is exceeded."""
+    Raises :class:`OverBudget` (nothing changed) when ``budget`` is exceeded, or when
+    overdeletion and rederivation run longer than ``seconds`` (checked per overdeletion
+    round and before the insertion, which then runs to its end)."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
     be, xp = engine.be, engine.be.xp
     ev = engine.evaluator
     eq = engine.equality
@@ -462,6 +469,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     pending = [0]  # rows an explosion put in ΔD (checked against the budget at once)
 
     def check(extra: int) -> None:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OverBudget(f"it ran longer than {seconds:.2f} s (its time budget)")
         if budget is None:
             return
         b = min(budget, BUDGET_SPLIT) if bool(exploded.any()) else budget
@@ -580,6 +589,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[eq.relation].append(cand.select(_present(be, cand.cols[0], keep, dom,
                                                                   len(rho))))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OverBudget(f"it ran longer than {seconds:.2f} s (its time budget)")
     engine.set_rho(rho2)
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}

@@ -74,7 +74,8 @@ def test_auto_runs_dred_when_no_equality_can_be_lost() -> None:
     reaching ``same`` cannot split a class, so DRed≈ runs; deleting a key may, so B/F≈."""
     r = fresh(KEYS, FACTS, Reasoner(KEYS, device="cpu"))
     st = r.update(delete={"knows": [("a", "b")], "attr": [("a", "1")]}, algorithm="auto")
-    assert st.algorithm == "dred≈", st.note
+    # DRed≈ (or Remat≈ once DRed≈ passed its minimum time budget on a loaded machine)
+    assert st.algorithm == "dred≈" or "DRed≈ stopped" in st.note, st.note
     left = {n: [x for x in v if x not in (("a", "b"), ("a", "1"))] for n, v in FACTS.items()}
     assert same_state(r, fresh(KEYS, left, r))
     st = r.update(delete={"key": [("c", "K")]}, algorithm="auto")

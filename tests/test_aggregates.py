@@ -16,21 +16,11 @@ from generators import Program, aggregate_programs
 from gpu_engine.host.reasoner import ProgramError, Reasoner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from materialised import rows, run
 from test_fuzz import check_api
 from test_update import non_recursive, run_sequence
 
 from gpu_engine.maintenance import ALGORITHMS
-
-
-def rows(r: Reasoner, name: str) -> set[tuple]:
-    return set(map(tuple, r.relation(name).to_pandas().values.tolist()))
-
-
-def run(text: str) -> Reasoner:
-    r = Reasoner(text, device="cpu")
-    r.materialise()
-    return r
-
 
 BASE = """
 .decl p(x:number)

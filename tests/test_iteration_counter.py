@@ -5,17 +5,7 @@ from __future__ import annotations
 
 import pytest
 from gpu_engine.host.reasoner import ProgramError, Reasoner
-
-
-def rows(r: Reasoner, name: str) -> set[tuple]:
-    return set(map(tuple, r.relation(name).to_pandas().values.tolist()))
-
-
-def run(text: str, **kw: object) -> Reasoner:
-    r = Reasoner(text, device="cpu", **kw)
-    r.materialise()
-    return r
-
+from materialised import rows, run
 
 COUNTER = """
 .decl R(x:number)

@@ -6,17 +6,7 @@ functors, casts and conversions, number bases)."""
 from __future__ import annotations
 
 import pytest
-from gpu_engine.host.reasoner import Reasoner
-
-
-def rows(r: Reasoner, name: str) -> set[tuple]:
-    return set(map(tuple, r.relation(name).to_pandas().values.tolist()))
-
-
-def run(text: str) -> Reasoner:
-    r = Reasoner(text, device="cpu")
-    r.materialise()
-    return r
+from materialised import rows, run
 
 
 def test_aggregates_and_witnesses() -> None:

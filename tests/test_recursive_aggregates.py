@@ -8,19 +8,9 @@ import random
 
 import pytest
 from gpu_engine.host.reasoner import ProgramError, Reasoner
+from materialised import rows, run
 
 from gpu_engine.maintenance import ALGORITHMS
-
-
-def rows(r: Reasoner, name: str) -> set[tuple]:
-    return set(map(tuple, r.relation(name).to_pandas().values.tolist()))
-
-
-def run(text: str, **kw: object) -> Reasoner:
-    r = Reasoner(text, device="cpu", **kw)
-    r.materialise()
-    return r
-
 
 POINTS = [(0, 0), (1, 1), (2, 2), (-1, 1), (-1, -1), (3, -3)]
 SQUARES = """

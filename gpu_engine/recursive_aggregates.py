@@ -33,33 +33,19 @@ from gpu_engine.kernels.backend import INDEX
 
 from .ir import Aggregate, Atom, Negation, Program, ProgramError
 from .rowset import RowSet, union_rows
+from .stratify import _tarjan, dependencies
 
 REMAT_NOTE = ("rematerialised: the program aggregates inside a recursive stratum "
               "(gpu_engine.recursive_aggregates), which no incremental algorithm maintains")
-
-
-def _dependencies(program: Program) -> dict[str, set[str]]:
-    deps: dict[str, set[str]] = {n: set() for n in program.relations}
-    for r in (*program.rules, *program.subsumptions):
-        for lit in r.body:
-            if isinstance(lit, Atom):
-                deps[r.head.relation].add(lit.relation)
-            elif isinstance(lit, Negation):
-                deps[r.head.relation].add(lit.atom.relation)
-    for name, agg in program.aggregates.items():
-        deps[name] |= agg.reads
-    return deps
 
 
 def mark_lookups(program: Program) -> None:
     """Mark the aggregates that sit in a recursive component as lookups (in place), drop
     the ``count`` zero alternatives that negate them; raise :class:`ProgramError` at an
     aggregate whose body reads its own recursive component."""
-    from .stratify import _tarjan
-
     if not program.aggregates:
         return
-    deps = _dependencies(program)
+    deps = dependencies(program, program.rules, program.subsumptions)
     names = list(program.relations)
     comp_of = {n: i for i, c in enumerate(_tarjan(names, deps)) for n in c}
     marked: set[str] = set()

@@ -63,12 +63,11 @@ def all_rules(program: Program) -> list[Rule]:
     return rules
 
 
-def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]:
-    """Strata in evaluation order; raises ProgramError on negation through recursion."""
-    rules = all_rules(program) if rules is None else rules
-    names = list(program.relations)
-    deps: dict[str, set[str]] = {n: set() for n in names}
-    subsumptions = [normalise_rule(r) for r in program.subsumptions]
+def dependencies(program: Program, rules: list[Rule],
+                 subsumptions: list[Rule]) -> dict[str, set[str]]:
+    """Each relation of ``program`` → the relations its ``rules``, ``subsumptions`` and
+    aggregate read, positively or under negation."""
+    deps: dict[str, set[str]] = {n: set() for n in program.relations}
     for r in (*rules, *subsumptions):
         for lit in r.body:
             if isinstance(lit, Atom):
@@ -77,6 +76,15 @@ def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]
                 deps[r.head.relation].add(lit.atom.relation)
     for name, agg in program.aggregates.items():
         deps[name] |= agg.reads
+    return deps
+
+
+def stratify(program: Program, rules: list[Rule] | None = None) -> list[Stratum]:
+    """Strata in evaluation order; raises ProgramError on negation through recursion."""
+    rules = all_rules(program) if rules is None else rules
+    names = list(program.relations)
+    subsumptions = [normalise_rule(r) for r in program.subsumptions]
+    deps = dependencies(program, rules, subsumptions)
     for name, src in program.debug_deltas.items():  # filled by src's stratum (iteration.py)
         deps[name].add(src)
     comps = _tarjan(names, deps)  # reverse topological order of the condensation = deps first

@@ -137,8 +137,7 @@ class NodeBags:
             if size <= DIFF_SHARE * total and (best is None or size < best[0]):
                 best = (size, e, diffs)  # type: ignore[assignment]
         if best is None and may_skip and (kept or not build):
-            kept.clear()
-            self.stats.skipped += 1
+            self.stats.skipped += 1  # (the kept ones stay: other variants may ask for them)
             return None
         if best is not None:
             bag = _forward(ev, plan, p, sources, negated, best[1], srcs, best[2])

@@ -1,7 +1,8 @@
 """Kept bags in the store (gpu_engine.hd_persist, host/store.py files H/): a reopened
 store's bags equal fresh ones (and the saving engine's), are used as they are by the
 first update (none recomputed), and updates after reopening stay exact: facts and
-counters equal a rematerialisation's, every kept bag its recomputation."""
+counters equal a rematerialisation's, every kept bag its recomputation.  (A node's bag
+is saved when the node keeps one: ``_check_kept`` reads every node's bag over I.)"""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ def test_store_keeps_bags(tmp_path, device: str) -> None:
     PC(a_n, d_j) go 1 → 4 → 2 as without the store."""
     r = _pc(device)
     r.materialise()
+    _check_kept(r)  # (reads every node's bag over I: each node keeps one)
     save_store(r, tmp_path / "db")
     meta = read_meta(tmp_path / "db")
     assert [(b["rule"], b["node"]) for b in meta["hd_bags"]] == [("0", 0), ("0", 1)]
@@ -95,6 +97,7 @@ def test_store_without_bags_loads(tmp_path, device: str) -> None:
     rebuilds bags on use; a bag of a decomposition chosen again is not imported."""
     r = _pc(device)
     r.materialise()
+    _check_kept(r)
     save_store(r, tmp_path / "db")
     meta = json.loads(next((tmp_path / "db").glob("v*/meta.json")).read_text())
     assert meta["hd_bags"]
@@ -121,6 +124,7 @@ def test_kept_bags_through_store(tmp_path_factory, program: Program, data: st.Da
     for n, rows in facts.items():
         r.add_facts(n, _rows(rows))
     r.materialise()
+    _check_kept(r)  # (reads every node's bag over I: each node keeps one)
     db = tmp_path_factory.mktemp("db")
     save_store(r, db)
     back = open_store(db, device=device)

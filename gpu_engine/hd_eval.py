@@ -366,9 +366,12 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
 
 
 def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], negated: Any,
-                        delta: Any) -> list[RuleOutput]:
+                        delta: Any, root_bag: tuple[int, Table] | None = None
+                        ) -> list[RuleOutput]:
     """Head rows of ``plan.rule`` over the given versions, distinct, with their numbers of
-    rule instances as weights (the contract of :meth:`RuleEvaluator.evaluate`)."""
+    rule instances as weights (the contract of :meth:`RuleEvaluator.evaluate`).
+    ``root_bag`` (node, bag): that node's bag is given (a Δ bag, gpu_engine.hd_affected)
+    and is the root; its atoms' sources are not read."""
     from .rule_eval import Bindings, RuleOutput
 
     be, xp = ev.be, ev.be.xp
@@ -380,8 +383,8 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
             adj[p].append(q)
             adj[q].append(p)
     # the Δ node is the root; else the node whose atoms read the fewest rows
-    root = -1
-    if delta is not None:
+    root = -1 if root_bag is None else root_bag[0]
+    if delta is not None and root < 0:
         for i, s in enumerate(sources):
             if s is delta:
                 root = next(p for p in range(k) if i in plan.node_atoms[p])
@@ -402,7 +405,13 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
     bags: list[Table | None] = [None] * k
     kept = getattr(ev, "hd_bags", None)
     kept = kept() if kept is not None else None
+    if root_bag is not None:
+        delta = root_bag[1]  # (its size decides whether a kept bag is built)
     for p in order:
+        if root_bag is not None and p == root:
+            bags[p] = root_bag[1]
+            ev.note_rows(len(root_bag[1]))
+            continue
         sj = None
         if parent[p] >= 0:
             par = bags[parent[p]]

@@ -110,8 +110,8 @@ class HDPlan:
     cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
     whole: list[bool]  # χ(p) holds every variable of λ(p) (no grouping of the bag)
     key: Any = None  # names the rule and decomposition for kept bags (gpu_engine.hd_bags)
-    # (positive atom, column) -> distinct values there when first asked (join orders)
-    distinct: dict[tuple[int, int], int] = field(default_factory=dict)
+    # (positive atom, column) -> (rows, distinct values) of its largest run when counted
+    distinct: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
     @cached_property
     def rule_atoms(self) -> list[Atom]:
@@ -238,17 +238,17 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
 
 def _distinct(ev: RuleEvaluator, plan: HDPlan, i: int, col: int, src: Any) -> int:
     """Distinct values in column ``col`` of atom ``i``'s largest run (kept in the plan:
-    an estimate for join orders, computed once)."""
+    an estimate for join orders, counted again when the run has doubled since)."""
     got = plan.distinct.get((i, col))
-    if got is None:
-        runs = [r for r in getattr(src, "runs", ()) if len(r)]
-        if not runs:
-            return 1
-        r = max(runs, key=len)
+    runs = [r for r in getattr(src, "runs", ()) if len(r)]
+    if not runs:
+        return 1 if got is None else got[1]
+    r = max(runs, key=len)
+    if got is None or len(r) > 2 * got[0]:
         xp = ev.be.xp
         c = r.cols[col] if col == 0 else xp.sort(r.cols[col])  # (column 0 of a run: sorted)
-        got = plan.distinct[(i, col)] = 1 + int(xp.count_nonzero(c[1:] != c[:-1]))
-    return got
+        got = plan.distinct[(i, col)] = (len(r), 1 + int(xp.count_nonzero(c[1:] != c[:-1])))
+    return got[1]
 
 
 def _fanout(ev: RuleEvaluator, plan: HDPlan, i: int, src: Any, bound: set[str]) -> float:

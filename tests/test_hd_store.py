@@ -146,3 +146,40 @@ def test_kept_bags_through_store(tmp_path_factory, program: Program, data: st.Da
             fresh.add_facts(n, _rows(rows))
         fresh.materialise()
         assert _state(back, program) == _state(fresh, program)
+
+
+@settings(max_examples=max(EXAMPLES // 5, 5), deadline=None)
+@given(program=cyclic_programs(), data=st.data())
+def test_node_variants_beside_small_ones(program: Program, data: st.DataObject,
+                                         device: str) -> None:
+    """Π⟦I^p : P⟧ by Δ nodes (gpu_engine.hd_affected) where a node's Δ is large and by
+    changed atoms (the ordinary evaluator) where it holds at most SMALL_DELTA = 2 facts,
+    in one update: facts and counters equal a rematerialisation's."""
+    from gpu_engine import hd_eval
+
+    saved = hd_eval.SMALL_DELTA
+    hd_eval.SMALL_DELTA = 2
+    try:
+        text = render_program(Program(program.relations, program.rules, facts={}))
+        facts = {n: set(map(tuple, rows)) for n, rows in program.facts.items()}
+        r = Reasoner(text, device=device, counting=True)
+        for n, rows in facts.items():
+            r.add_facts(n, _rows(rows))
+        r.materialise()
+        dom = st.integers(0, 7)
+        for step in range(data.draw(st.integers(1, 3), label="updates")):
+            delete = {n: set(data.draw(st.lists(st.sampled_from(sorted(rows)), max_size=6)))
+                      if rows else set() for n, rows in facts.items()}
+            insert = {n: set(data.draw(st.lists(st.tuples(dom, dom), max_size=6))) - rows
+                      for n, rows in facts.items()}
+            note(f"update {step}: -{delete} +{insert}")
+            r.update(insert={n: _rows(v) for n, v in insert.items() if v},
+                     delete={n: _rows(v) for n, v in delete.items() if v}, algorithm="dredc")
+            facts = {n: (rows - delete[n]) | insert[n] for n, rows in facts.items()}
+            fresh = Reasoner(text, device=device, counting=True)
+            for n, rows in facts.items():
+                fresh.add_facts(n, _rows(rows))
+            fresh.materialise()
+            assert _state(r, program) == _state(fresh, program)
+    finally:
+        hd_eval.SMALL_DELTA = saved

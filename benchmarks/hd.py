@@ -23,7 +23,9 @@ after a mode: bags recomputed per evaluation / kept in materialisation too
 (``GPU_ENGINE_HD_KEEP``; by default they are kept in updates only).
 Each (case, mode) runs in its own
 child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
-table or bag any rule evaluation built.  One JSON line per measurement; the last line of a
+table or bag any rule evaluation built; ``<op>_cyclic_seconds`` the seconds spent
+evaluating the program's cyclic rules (``RuleEvaluator.rule_seconds``, whatever the mode:
+their own share of the operation, ratio ``<op>_cyclic_off_over_<mode>``).  One JSON line per measurement; the last line of a
 case holds the ratios ``off / mode`` of every operation.
 """
 

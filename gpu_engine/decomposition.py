@@ -23,6 +23,14 @@ until then); a partition where a negation fits no node is not considered, and a 
 body binds variables outside positive atoms (``x = expr`` introducing a variable,
 ``range``) is not decomposed.
 
+``auto`` adds a cost check (:func:`worth_decomposing`): a cyclic rule is decomposed
+only when the pairwise plan (the evaluator's greedy order, from no Δ and from each atom)
+is estimated to build more than :data:`CLEAR` = 2 times the decomposition's rows (its
+nodes' in-node joins and results).  The paper's "combined" decomposes every complex
+rule; Exp's value rules (brief §2.3 P4) showed a cyclic rule whose pairwise plan does
+not blow up (estimated 1.1·10⁷ rows either way), where the decomposition's six nodes
+cost 2-3× its time.
+
 The search (per rule, Python, once): partitions of the atoms into blocks of at most w
 atoms for w = 1, 2, ... (the first w with a valid tree is the minimal width); among the
 valid ones of that width, the one of least cost under the paper's model (§5): the

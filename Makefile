@@ -49,8 +49,10 @@ bench-eq: $(STAMP)
 ## fuzz-hd: hypertree decompositions (paper 003): HD_EXAMPLES (default 1000) generated
 ##   programs with cyclic bodies against decompose=off, and as many update sequences
 ##   against the reference and rematerialisation, and as many checking the kept bags
+##   (a fifth of them through a saved and reopened store); new draws each run
 fuzz-hd: $(STAMP)
-	HD_EXAMPLES=$${HD_EXAMPLES:-1000} $(PY) -m pytest -q tests/test_hd.py tests/test_hd_bags.py \
+	FUZZ_EXAMPLES=$${HD_EXAMPLES:-1000} HD_EXAMPLES=$${HD_EXAMPLES:-1000} $(PY) -m pytest -q \
+	  tests/test_hd.py tests/test_hd_bags.py tests/test_hd_store.py \
 	  -k "equals_standard or update_sequences or kept_bags" -p no:cacheprovider
 
 ## bench-eq-expand: expansion throughput (1/2/3 merged columns, a large class), the columnar

@@ -23,7 +23,9 @@ after a mode: bags recomputed per evaluation / kept in materialisation too
 (``GPU_ENGINE_HD_KEEP``; by default they are kept in updates only).
 Each (case, mode) runs in its own
 child process (``peak_rss_bytes`` is its own); ``peak_rows`` is the largest binding
-table or bag any rule evaluation built.  One JSON line per measurement; the last line of a
+table or bag any rule evaluation built; ``<op>_cyclic_seconds`` the seconds spent
+evaluating the program's cyclic rules (``RuleEvaluator.rule_seconds``, whatever the mode:
+their own share of the operation, ratio ``<op>_cyclic_off_over_<mode>``).  One JSON line per measurement; the last line of a
 case holds the ratios ``off / mode`` of every operation.
 """
 
@@ -137,11 +139,20 @@ def _reset_peak() -> None:
         pass
 
 
-def _materialise(r: Any) -> tuple[float, Any]:
-    r.engine.evaluator.peak_rows = 0
+def _materialise(r: Any) -> tuple[float, Any, float]:
+    """Seconds, statistics and the cyclic rules' own seconds of a materialisation."""
+    from gpu_engine.decomposition import is_cyclic
+
+    ev = r.engine.evaluator
+    ev.peak_rows = 0
+    ev.rule_seconds = {}
     t0 = time.perf_counter()
     stats = r.materialise()
-    return time.perf_counter() - t0, stats
+    secs = time.perf_counter() - t0
+    cyclic = {x.head.relation for x in r.engine.rules if is_cyclic(x)}
+    share = sum(v for k, v in ev.rule_seconds.items() if k in cyclic)
+    ev.rule_seconds = None
+    return secs, stats, share
 
 
 def _warm_up(device: str) -> None:
@@ -166,7 +177,7 @@ def pc_job(spec: dict[str, Any]) -> dict[str, Any]:
     r = Reasoner(PC_PROGRAM, device=spec["device"], decompose=_mode(spec))
     for name, rows in pc_facts(n, k).items():
         r.add_facts(name, rows)
-    secs, stats = _materialise(r)
+    secs, stats, _ = _materialise(r)
     return {"materialise_seconds": secs, "facts": r.engine.size("PC"),
             "derivations": stats.derivations, "peak_rows": r.engine.evaluator.peak_rows,
             "peak_rows_over_nk": r.engine.evaluator.peak_rows / (n * k),
@@ -189,10 +200,10 @@ def lubm_job(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"read_seconds": time.perf_counter() - t0, "triples": data.num_rows}
     r = Reasoner(text, device=spec["device"], counting=True, decompose=_mode(spec))
     r.add_facts("TE", data)
-    secs, stats = _materialise(r)
+    secs, stats, share = _materialise(r)
     names = [n for n in r.engine.program.relations if not n.startswith("@")]
     facts = lambda: sum(r.engine.size(n) for n in names)  # noqa: E731
-    out.update(materialise_seconds=secs, facts=facts(), derivations=stats.derivations,
+    out.update(materialise_seconds=secs, materialise_cyclic_seconds=share, facts=facts(), derivations=stats.derivations,
                peak_rows=r.engine.evaluator.peak_rows,
                decomposed=sorted({rs.module for s in stats.strata for rs in s.rules
                                   if "hd " in rs.module}))
@@ -205,21 +216,34 @@ def lubm_job(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _updates(r: Any, out: dict[str, Any], facts: Any, name: str, take: Any, n: int) -> None:
     """1,000 random explicit facts deleted then inserted again, then 25 % deleted."""
+    from gpu_engine.decomposition import is_cyclic
+
+    cyclic = {x.head.relation for x in r.engine.rules if is_cyclic(x)}
+    ev = r.engine.evaluator
+
+    def share(op: str) -> None:  # the cyclic rules' own seconds (whatever their mode)
+        out[f"{op}_cyclic_seconds"] = sum(v for k, v in ev.rule_seconds.items() if k in cyclic)
+        ev.rule_seconds = None
+
     rng = np.random.default_rng(0)
     small = take(rng.choice(n, 1000, replace=False))
     for op, kw in (("small_delete", {"delete": {name: small}}),
                    ("small_insert", {"insert": {name: small}})):
         r.engine.evaluator.peak_rows = 0
+        ev.rule_seconds = {}
         t0 = time.perf_counter()
         st = r.update(**kw)
         out[f"{op}_seconds"] = time.perf_counter() - t0
+        share(op)
         out[f"{op}_facts"] = facts()
         out[f"{op}_algorithm"] = st.algorithm + ("-mod" if st.modules else "")
     large = take(rng.choice(n, n // 4, replace=False))
     r.engine.evaluator.peak_rows = 0
+    ev.rule_seconds = {}
     t0 = time.perf_counter()
     r.update(delete={name: large})
     out["large_delete_seconds"] = time.perf_counter() - t0
+    share("large_delete")
     out["large_delete_peak_rows"] = r.engine.evaluator.peak_rows
     out["large_delete_facts"] = facts()
     out["peak_rss_bytes"] = _peak_rss()
@@ -276,10 +300,10 @@ def exp_job(spec: dict[str, Any]) -> dict[str, Any]:
                  decompose=_mode(spec))
     for name, rows in data.items():
         r.add_facts(name, rows)
-    secs, stats = _materialise(r)
+    secs, stats, share = _materialise(r)
     facts = lambda: r.engine.size("val")  # noqa: E731
     out: dict[str, Any] = {"explicit": sum(len(v) for v in data.values()),
-                           "materialise_seconds": secs, "facts": facts(),
+                           "materialise_seconds": secs, "materialise_cyclic_seconds": share, "facts": facts(),
                            "derivations": stats.derivations,
                            "peak_rows": r.engine.evaluator.peak_rows,
                            "decomposed": sorted({rs.module for s in stats.strata
@@ -367,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
                     ratio[f"{op}_off_over_{mode}"] = round(b / m, 3)
                     if base["status"] == "timeout":
                         ratio[f"{op}_lower_bound"] = True
+                b, m = base.get(f"{op}_cyclic_seconds"), rec.get(f"{op}_cyclic_seconds")
+                if b and m:  # the cyclic rules' own share of the operation
+                    ratio[f"{op}_cyclic_off_over_{mode}"] = round(b / m, 3)
             if base.get("peak_rss_bytes") and rec.get("peak_rss_bytes"):
                 ratio[f"memory_{mode}_over_off"] = round(rec["peak_rss_bytes"]
                                                          / base["peak_rss_bytes"], 3)

@@ -45,6 +45,12 @@ def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
         p = P.get(name)
         return pos(name) if p is None else pos(name).minus(p)
 
+    if not negs and ev.hd_plan is not None:  # a decomposed rule: variants per Δ node
+        from .hd_affected import affected_by_nodes
+
+        got = affected_by_nodes(ev, rule, atoms, pos, P, lambda a, d: may_match(ev, a, d))
+        if got is not None:
+            return got
     version = {Role.OLD: without_p, Role.DELTA: lambda r: P[r], Role.NEW: pos}
     for i, roles in delta_variants(atoms, lambda r: r in P and len(P[r]) > 0):
         p = P[atoms[i].relation]

@@ -23,6 +23,14 @@ until then); a partition where a negation fits no node is not considered, and a 
 body binds variables outside positive atoms (``x = expr`` introducing a variable,
 ``range``) is not decomposed.
 
+``auto`` adds a cost check (:func:`worth_decomposing`): a cyclic rule is decomposed
+only when the pairwise plan (the evaluator's greedy order, from no Δ and from each atom)
+is estimated to build more than :data:`CLEAR` = 2 times the decomposition's rows (its
+nodes' in-node joins and results).  The paper's "combined" decomposes every complex
+rule; Exp's value rules (brief §2.3 P4) showed a cyclic rule whose pairwise plan does
+not blow up (estimated 1.1·10⁷ rows either way), where the decomposition's six nodes
+cost 2-3× its time.
+
 The search (per rule, Python, once): partitions of the atoms into blocks of at most w
 atoms for w = 1, 2, ... (the first w with a valid tree is the minimal width); among the
 valid ones of that width, the one of least cost under the paper's model (§5): the
@@ -44,6 +52,9 @@ from .ir import Atom, Compare, Const, Negation, Rule, Var
 MAX_ATOMS = 12  # rules with more positive atoms are not decomposed
 MAX_WIDTH = 4
 MAX_PARTITIONS = 200_000  # partitions examined per width
+# ``auto`` decomposes a cyclic rule only when the pairwise plan's estimated intermediate
+# rows exceed this many times the decomposition's (worth_decomposing)
+CLEAR = 2.0
 
 # (relation, column) -> (rows, distinct values in the column)
 StatsOf = Callable[[str, int], tuple[int, int]]
@@ -231,6 +242,62 @@ def _estimate(rule: Rule, block: list[int], stats: StatsOf) -> float:
     return max(size, 1.0)
 
 
+def pairwise_rows(rule: Rule, block: list[int], stats: StatsOf, start: int = -1) -> float:
+    """Estimated rows built by joining the atoms of ``block`` two at a time in the order
+    the evaluator takes without a Δ (``RuleEvaluator._choose``: the smallest atom, then
+    connected atoms smallest first): the sum of the intermediate results' textbook
+    sizes (each join: the product of the sizes over, per shared variable, the larger
+    distinct count; a constant selects 1/distinct; a variable's distinct count is the
+    least of its atoms' and the result's size)."""
+    atoms = positive_atoms(rule)
+    left = list(block)
+    size, total = 1.0, 0.0
+    dist: dict[str, float] = {}
+
+    def rows(i: int) -> float:
+        return float(max(stats(atoms[i].relation, 0)[0], 1)) if atoms[i].args else 1.0
+
+    while left:
+        conn = [i for i in left if _atom_vars(atoms[i]) & dist.keys()] or left
+        i = start if start in left else min(conn, key=rows)
+        left.remove(i)
+        a, n = atoms[i], rows(i)
+        out = size * n
+        seen: dict[str, float] = {}
+        for c, t in enumerate(a.args):
+            d = float(max(stats(a.relation, c)[1], 1))
+            if isinstance(t, Const):
+                out /= d
+            elif isinstance(t, Var):
+                if t.name in dist:
+                    out /= max(dist[t.name], d)
+                    seen[t.name] = min(dist[t.name], d)
+                elif t.name in seen:  # a repeated variable: a selection
+                    out /= d
+                else:
+                    seen[t.name] = d
+        size = max(out, 1.0)
+        for v, d in seen.items():
+            dist[v] = d
+        for v in dist:
+            dist[v] = min(dist[v], size)
+        if len(left) < len(block) - 1:  # a join's result (the first atom is scanned)
+            total += size
+    return total
+
+
+def worth_decomposing(rule: Rule, dec: Decomposition, stats: StatsOf) -> bool:
+    """``auto``'s cost check: whether the pairwise plan's estimated intermediate rows
+    (:func:`pairwise_rows` over the whole body) exceed :data:`CLEAR` times the
+    decomposition's (the in-node joins' intermediate rows, the same estimate per node,
+    plus each node's result, which the semi-joins and the bottom-up join read)."""
+    m = len(positive_atoms(rule))
+    whole = max(pairwise_rows(rule, list(range(m)), stats, i) for i in range(-1, m))
+    nodes = sum(pairwise_rows(rule, list(b), stats) + _estimate(rule, list(b), stats)
+                for b in dec.nodes)
+    return whole > CLEAR * nodes
+
+
 def is_cyclic(rule: Rule) -> bool:
     """Whether the body needs width > 1 (the paper's complex rules)."""
     needs = literal_needs(rule)
@@ -243,7 +310,9 @@ def is_cyclic(rule: Rule) -> bool:
 def decompose(rule: Rule, stats: StatsOf, mode: str = "auto") -> Decomposition | None:
     """The decomposition of least cost among those of minimal width, or None when the rule
     is not decomposed: fewer than two positive atoms, too many, literals that fit no
-    node, ``auto`` and an acyclic body, or only the one-node decomposition."""
+    node, ``auto`` and an acyclic body, ``auto`` and a pairwise plan estimated to build
+    no more than :data:`CLEAR` times the decomposition's rows (:func:`worth_decomposing`),
+    or only the one-node decomposition."""
     needs = literal_needs(rule)
     atoms = positive_atoms(rule)
     m = len(atoms)
@@ -271,6 +340,8 @@ def decompose(rule: Rule, stats: StatsOf, mode: str = "auto") -> Decomposition |
                 best = Decomposition(tuple(tuple(b) for b in blocks), tuple(parent),
                                      tuple(tuple(sorted(c)) for c in chis), width, cost)
         if best is not None:
+            if mode == "auto" and not worth_decomposing(rule, best, stats):
+                return None  # the pairwise plan builds no more rows: keep it
             return best
     return None
 

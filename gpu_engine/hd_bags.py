@@ -28,17 +28,18 @@ A node whose relations did not change is reused as it is, so an update touches o
 bags its delta reaches.  Red (Algorithm 6) needs no bag of its own: the engine's DRed^c
 decides rederivation by its exact counters (the oracle O of line 7), and the facts it
 puts back reach the bags as Δ⁺ runs of the next version asked for.  A difference larger
-than :data:`DIFF_SHARE` of the asked versions' rows (a large update) drops the node's
-bags and lets the caller evaluate the node restricted by its semi-join; a bag is built
-from scratch only for an evaluation whose Δ is small beside the node (else the rounds
+than :data:`DIFF_SHARE` of the asked versions' rows (a large update) is not brought
+forward (the node's bags stay for the versions they are tagged with) and lets the
+caller evaluate the node restricted by its semi-join; a bag is built from scratch only for an evaluation whose Δ is small beside the node (else the rounds
 of a large update would each build it again: Exp, 25 % deletion, 48.5 s against 27.0 s
 without kept bags); a change of a negated atom's version or a version that is no
 signed sum of runs is not brought forward either.  At most :data:`ENTRIES` versions are
 kept per node (a seminaive round reads a node over ``I ∖ Δ`` and over ``I``; the next
 round's ``I ∖ Δ`` is this one's ``I``).
 
-The bags live in the engine state (``EngineState.hd_bags``, rebuilt on first use after a
-store is reopened, cleared when a decomposition is chosen again): a tag is a version, so
+The bags live in the engine state (``EngineState.hd_bags``, saved with a store and
+tagged with the loaded relations when it is reopened: :mod:`gpu_engine.hd_persist`;
+cleared when a decomposition is chosen again): a tag is a version, so
 a stale entry (a failed update's, another engine's) is never wrong, only unused.
 Measured (docs/ARCHITECTURE.md), keeping pays in updates and not while materialising
 (every round's difference is merged into bags that the next round reads once), so by
@@ -112,8 +113,8 @@ class NodeBags:
         """Π_p over ``sources`` (the rule's positive atoms' versions; only node ``p``'s
         are read) and ``negated``, with counts: kept, brought forward, or computed.
         ``may_skip``: when the node's kept bags are all too far from these versions
-        (a large update), drop them and answer None (the caller evaluates the node
-        restricted by its semi-join); with ``may_skip`` and not ``build`` (a large Δ) a
+        (a large update), answer None (the caller evaluates the node restricted by
+        its semi-join); with ``may_skip`` and not ``build`` (a large Δ) a
         node without a usable bag is not built either (None)."""
         from .hd_eval import _bag
 
@@ -137,8 +138,7 @@ class NodeBags:
             if size <= DIFF_SHARE * total and (best is None or size < best[0]):
                 best = (size, e, diffs)  # type: ignore[assignment]
         if best is None and may_skip and (kept or not build):
-            kept.clear()
-            self.stats.skipped += 1
+            self.stats.skipped += 1  # (the kept ones stay: other variants may ask for them)
             return None
         if best is not None:
             bag = _forward(ev, plan, p, sources, negated, best[1], srcs, best[2])

@@ -46,7 +46,8 @@ costs what the Δ reaches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from gpu_engine.kernels import join as J
@@ -65,13 +66,21 @@ from .runs import RunSet
 # array passes (two bags, their groupings, the joins) would cost more; the tests set 0
 SMALL_DELTA = 128
 
-# the parent's keys are joined first when they are this many times fewer than the rows of
-# the node's largest atom (SJ_BASIS; a small Δ), else tested once the node's join binds them
-# (or filter its kept bag): Exp, 1,000 leaf values deleted, node {right(n,r), val(r,s,v2)}
-# reached by 1,000 keys (n, s): the smallest atom (right, 9,300 rows) sent them to the
-# node's whole join (2.8·10⁶ rows) each round
-SJ_JOIN_FACTOR = 64
+# the parent's keys are joined first when the rows that builds (keys × the estimated
+# fan-out of the node's first atom joined from them, :func:`_join_order`) times this factor
+# are at most the rows of the node's largest atom (SJ_BASIS), else tested once the node's
+# join binds them (or filter its kept bag).  Exp, 1,000 leaf values deleted: node
+# {right(n,r), val(r,s,v2)} reached by 1,000 keys (n, s) fans out 1:1 through right, so
+# its keys go first (a basis of its smallest atom sent them to the node's whole join,
+# 2.8·10⁶ rows, each round).  LUBM(10) L+C, 25 % deletion: node {RP68(s,c), RP37(s,d)}
+# reached by 1,339 keys (c, d) went to RP37 (the smaller atom: ~700 members per
+# department) before RP68 (~18 students per course): 0.39 s for one evaluation; the
+# fan-out order takes RP68 first.
+SJ_JOIN_FACTOR = 2
 SJ_BASIS = max
+# a kept bag is built from scratch only by an evaluation whose Δ is at most 1/SMALL_SHARE
+# of the node's largest atom (else each round of a large update would build it again)
+SMALL_SHARE = 64
 
 if TYPE_CHECKING:
     from .rule_eval import RuleEvaluator, RuleOutput
@@ -101,6 +110,13 @@ class HDPlan:
     cross: list[Any]  # comparisons over variables of several nodes (cross-node join)
     whole: list[bool]  # χ(p) holds every variable of λ(p) (no grouping of the bag)
     key: Any = None  # names the rule and decomposition for kept bags (gpu_engine.hd_bags)
+    # (positive atom, column) -> (rows, distinct values) of its largest run when counted
+    distinct: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+
+    @cached_property
+    def rule_atoms(self) -> list[Atom]:
+        """The rule's positive atoms (the objects of the node rules' bodies)."""
+        return positive_atoms(self.rule)
 
     @staticmethod
     def build(rule: Rule, dec: Decomposition) -> HDPlan:
@@ -220,6 +236,70 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
 
 
 
+def _distinct(ev: RuleEvaluator, plan: HDPlan, i: int, col: int, src: Any) -> int:
+    """Distinct values in column ``col`` of atom ``i``'s largest run (kept in the plan:
+    an estimate for join orders, counted again when the run has doubled since)."""
+    got = plan.distinct.get((i, col))
+    runs = [r for r in getattr(src, "runs", ()) if len(r)]
+    if not runs:
+        return 1 if got is None else got[1]
+    r = max(runs, key=len)
+    if got is None or len(r) > 2 * got[0]:
+        xp = ev.be.xp
+        c = r.cols[col] if col == 0 else xp.sort(r.cols[col])  # (column 0 of a run: sorted)
+        got = plan.distinct[(i, col)] = (len(r), 1 + int(xp.count_nonzero(c[1:] != c[:-1])))
+    return got[1]
+
+
+def _fanout(ev: RuleEvaluator, plan: HDPlan, i: int, src: Any, bound: set[str]) -> float:
+    """Estimated rows of atom ``i`` per binding of ``bound`` (its size over the distinct
+    values of its bound columns, the textbook estimate)."""
+    atom = plan.rule_atoms[i]
+    div = 1
+    for c, t in enumerate(atom.args):
+        if isinstance(t, Var) and t.name in bound:
+            div *= _distinct(ev, plan, i, c, src)
+    return max(len(src) / div, 1.0)
+
+
+def _join_order(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any],
+                shared: list[str]) -> tuple[dict[int, int], float]:
+    """Node ``p``'s atoms in a greedy order from its parent's keys ``shared`` (each step
+    the connected atom of least estimated fan-out) as ranks for the evaluator
+    (``RuleEvaluator.atom_rank``), and the fan-out of the first step."""
+    bound = set(shared)
+    left = list(plan.node_atoms[p])
+    rank: dict[int, int] = {}
+    first = 0.0
+    while left:
+        conn = [i for i in left if _atom_var_names(plan.rule_atoms[i]) & bound]
+        if conn:
+            i = min(conn, key=lambda j: _fanout(ev, plan, j, sources[j], bound))
+            if not rank:
+                first = _fanout(ev, plan, i, sources[i], bound)
+        else:
+            i = min(left, key=lambda j: len(sources[j]))
+            if not rank:
+                first = float(len(sources[i]))
+        rank[id(plan.rule_atoms[i])] = len(rank) + 1
+        bound |= _atom_var_names(plan.rule_atoms[i])
+        left.remove(i)
+    return rank, first
+
+
+def _atom_var_names(a: Atom) -> set[str]:
+    return {t.name for t in a.args if isinstance(t, Var)}
+
+
+def _keys_first(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any],
+                shared: list[str], keys: int) -> dict[int, int] | None:
+    """The join order (ranks) when node ``p``'s ``keys`` parent keys over ``shared`` are
+    to be joined first (few keys, a small fan-out), else None (a membership filter)."""
+    rank, first = _join_order(ev, plan, p, sources, shared)
+    big = SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p])
+    return rank if keys * first * SJ_JOIN_FACTOR <= big else None
+
+
 def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: Any,
          sj: Any = None, shared: list[str] = (),  # type: ignore[assignment]
          delta: Any = None) -> Table:
@@ -234,6 +314,7 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
     srcs = [sources[i] for i in plan.node_atoms[p]]
     body = list(rule.body)
     neg: list[list[tuple[Any, bool]]] = []
+    rank: dict[int, int] | None = None
     k = 0
     for lit in body:
         if isinstance(lit, Negation):
@@ -248,8 +329,10 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
             names = list(shared)
             rs = RunSet.of(sj)
             atom = Atom("#sj", tuple(Var(v) for v in names))
-            if len(rs) * SJ_JOIN_FACTOR <= SJ_BASIS(len(x) for x in srcs):
-                # few keys: scan them first and probe the node's atoms (top-down)
+            rank = _keys_first(ev, plan, p, sources, names, len(rs))
+            if rank is not None:
+                # few keys: scan them first and probe the node's atoms (top-down) in the
+                # order of least fan-out
                 body.insert(0, atom)
                 srcs = [rs, *srcs]
                 delta = rs
@@ -261,10 +344,12 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
     from .rule_eval import keep_counts
 
     ev.compact = keep_counts(be)  # a large bag is grouped as it grows, never deduplicated
+    saved_rank, ev.atom_rank = ev.atom_rank, rank
     try:
         outs: list[RuleOutput] = ev.evaluate_plain(rule, srcs, neg, delta)  # type: ignore
     finally:
         ev.compact = saved
+        ev.atom_rank = saved_rank
     chi = list(plan.dec.chi[p])
     if not outs:
         return Table({v: xp.zeros(0, dtype=INDEX) for v in chi}, xp.zeros(0, dtype=INDEX))
@@ -281,9 +366,12 @@ def _bag(ev: RuleEvaluator, plan: HDPlan, p: int, sources: list[Any], negated: A
 
 
 def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], negated: Any,
-                        delta: Any) -> list[RuleOutput]:
+                        delta: Any, root_bag: tuple[int, Table] | None = None
+                        ) -> list[RuleOutput]:
     """Head rows of ``plan.rule`` over the given versions, distinct, with their numbers of
-    rule instances as weights (the contract of :meth:`RuleEvaluator.evaluate`)."""
+    rule instances as weights (the contract of :meth:`RuleEvaluator.evaluate`).
+    ``root_bag`` (node, bag): that node's bag is given (a Δ bag, gpu_engine.hd_affected)
+    and is the root; its atoms' sources are not read."""
     from .rule_eval import Bindings, RuleOutput
 
     be, xp = ev.be, ev.be.xp
@@ -295,8 +383,8 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
             adj[p].append(q)
             adj[q].append(p)
     # the Δ node is the root; else the node whose atoms read the fewest rows
-    root = -1
-    if delta is not None:
+    root = -1 if root_bag is None else root_bag[0]
+    if delta is not None and root < 0:
         for i, s in enumerate(sources):
             if s is delta:
                 root = next(p for p in range(k) if i in plan.node_atoms[p])
@@ -317,7 +405,13 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
     bags: list[Table | None] = [None] * k
     kept = getattr(ev, "hd_bags", None)
     kept = kept() if kept is not None else None
+    if root_bag is not None:
+        delta = root_bag[1]  # (its size decides whether a kept bag is built)
     for p in order:
+        if root_bag is not None and p == root:
+            bags[p] = root_bag[1]
+            ev.note_rows(len(root_bag[1]))
+            continue
         sj = None
         if parent[p] >= 0:
             par = bags[parent[p]]
@@ -326,12 +420,12 @@ def evaluate_decomposed(ev: RuleEvaluator, plan: HDPlan, sources: list[Any], neg
                 be, tuple(par.cols[v] for v in shared[p]), len(shared[p]))
         if kept is not None and (
                 (sj is None and delta is None)
-                or (isinstance(sj, RowSet) and len(sj) * SJ_JOIN_FACTOR
-                    > SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p]))):
+                or (isinstance(sj, RowSet) and _keys_first(
+                    ev, plan, p, sources, shared[p], len(sj)) is None)):
             # the node's kept bag (gpu_engine.hd_bags), the parent's keys as a semi-join
             big = SJ_BASIS(len(sources[i]) for i in plan.node_atoms[p])
             got = kept.bag(ev, plan, p, sources, negated, may_skip=True,
-                           build=delta is None or len(delta) * SJ_JOIN_FACTOR <= big)
+                           build=delta is None or len(delta) * SMALL_SHARE <= big)
             if got is not None and sj is not None:
                 got = _semijoin(be, got, Table(dict(zip(shared[p], sj.cols)), sj.cols[0]),
                                 shared[p])

@@ -1,8 +1,9 @@
 """The hypertree-decomposition module of an engine (paper 003): which rules are decomposed,
 their decompositions, and the plans :class:`RuleEvaluator` evaluates them by.
 
-``Engine.decompose`` is ``auto`` (rules whose body is cyclic: the paper's "combined"
-approach), ``all`` (every rule with two or more positive atoms that fits: for testing) or
+``Engine.decompose`` is ``auto`` (rules whose body is cyclic, the paper's "combined"
+approach, where the cost model expects the pairwise plan to build over twice the
+decomposition's rows: :func:`gpu_engine.decomposition.worth_decomposing`), ``all`` (every rule with two or more positive atoms that fits: for testing) or
 ``off``.  A rule's decomposition is chosen the first time the rule is evaluated, by the
 cost model of :mod:`gpu_engine.decomposition` over the sizes and distinct counts of the
 relations at that moment (the lower strata are complete by then; relations still empty

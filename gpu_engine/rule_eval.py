@@ -12,6 +12,7 @@ Large joins are expanded in chunks and the rest of the plan runs chunk by chunk.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
@@ -76,6 +77,13 @@ class RuleEvaluator:
         # rule -> its hypertree-decomposition plan (gpu_engine.hd_eval), or None
         self.hd_plan: Callable[[Rule], Any] | None = None
         self.peak_rows = 0  # the largest binding table / bag seen (benchmarks reset it)
+        # when a dict: seconds per head relation spent in evaluate (benchmarks set it to
+        # measure rules' shares of an update; host clock, so on a GPU without sync)
+        self.rule_seconds: dict[str, float] | None = None
+        # when a dict: id(atom) -> rank, ordering connected atoms before their sizes do
+        # (gpu_engine.hd_eval sets it for a node joined from its parent's keys: the
+        # estimated fan-out of each atom from the variables bound before it)
+        self.atom_rank: dict[int, int] | None = None
 
     # --- public -----------------------------------------------------------------------
 
@@ -91,6 +99,18 @@ class RuleEvaluator:
         same result: head rows with their numbers of instances, unless the variant's Δ
         holds at most ``hd_eval.SMALL_DELTA`` facts (joining them first costs less than
         the decomposition's fixed number of array passes)."""
+        if self.rule_seconds is not None:
+            t0 = time.perf_counter()
+            try:
+                return self._evaluate(rule, sources, negated, delta, initial)
+            finally:
+                key = rule.head.relation
+                self.rule_seconds[key] = (self.rule_seconds.get(key, 0.0)
+                                          + time.perf_counter() - t0)
+        return self._evaluate(rule, sources, negated, delta, initial)
+
+    def _evaluate(self, rule: Rule, sources: list[Source], negated: NegSpecs,
+                  delta: Source | None, initial: Bindings | None) -> list[RuleOutput]:
         if initial is None and self.hd_plan is not None:
             from . import hd_eval
 
@@ -169,15 +189,17 @@ class RuleEvaluator:
                 self._run(rule, nb, rest, filters, out)
 
     def _choose(self, b: Bindings, atoms: list[tuple[Atom, Source]]) -> int:
-        """Greedy join order: connected atoms first, then the smallest input."""
+        """Greedy join order: connected atoms first, then ``atom_rank`` (when set), then
+        the smallest input."""
         bound = b.cols.keys()
+        rank = self.atom_rank or {}
 
-        def score(item: tuple[int, tuple[Atom, Source]]) -> tuple[int, int, int]:
+        def score(item: tuple[int, tuple[Atom, Source]]) -> tuple[int, int, int, int]:
             _, (atom, src) = item
             vs = _atom_vars(atom)
             connected = bool(vs & bound) or not vs or not bound
             first_delta = 0 if (not bound and src is self._delta) else 1
-            return (0 if connected else 1, first_delta, len(src))
+            return (0 if connected else 1, first_delta, rank.get(id(atom), 0), len(src))
 
         return min(enumerate(atoms), key=score)[0]
 

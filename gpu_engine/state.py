@@ -23,7 +23,8 @@ from .counters import Counters
 from .runs import RunSet
 
 # how the store keeps a field: "relations" (a file per relation), "meta" (meta.json),
-# "rebuilt" (recomputed on first use after loading), "dictionary" (the symbols file)
+# "rebuilt" (recomputed on first use after loading), "dictionary" (the symbols file),
+# "bags" (kept bags of decomposed rules, files H/: gpu_engine.hd_persist)
 RELATIONS, META, REBUILT, DICTIONARY = "relations", "meta", "rebuilt", "dictionary"
 
 
@@ -48,8 +49,9 @@ class EngineState:
     # index in Engine.rules, as a string) the decomposition chosen (JSON) or None
     decompose: str = _persist(META, default="auto")
     decompositions: dict[str, Any] = _persist(META, default_factory=dict)
-    # their kept bags (gpu_engine.hd_bags.NodeBags), tagged by versions: rebuilt on use
-    hd_bags: Any = _persist(REBUILT, default=None)
+    # their kept bags (gpu_engine.hd_bags.NodeBags), tagged by versions; the store keeps
+    # those over the saved I (files H/, gpu_engine.hd_persist), the rest is rebuilt on use
+    hd_bags: Any = _persist("bags", default=None)
     symbols: int = _persist(DICTIONARY, default=0)  # dictionary size the rows refer to
     records: int = _persist(DICTIONARY, default=0)  # record table size (records, ADTs)
     # equality by rewriting: ρ over the dictionary (gpu_engine.equality; None: identity);

@@ -14,6 +14,9 @@ On-disk layout of a store directory::
                                 ``fields``, row i-1 the fields of record i (0 is nil)
         rho.arrow               (programs with an equality relation) ρ: column ``rho``,
                                 the representative of every dictionary id (format 2)
+        H/0000.arrow ...        (decomposed rules) the kept bag of one node: columns
+                                c0.. (χ(p) in order) and ``count``; meta.json lists
+                                rule, node, decomposition and χ (gpu_engine.hd_persist)
         E/0000.arrow ...        explicit facts E of relation k (columns c0..c{n-1})
         I/0000.arrow ...        materialisation I of relation k, plus the derivation
                                 counters c_nr and c_r when the store has counters
@@ -192,6 +195,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             relations[rel_name] = {"index": k, "arity": rel.arity,
                                    "types": [t for _, t in rel.attributes],
                                    "explicit": e_file, "materialised": i_file}
+        hd_bags = _save_hd_bags(engine, tmp, files)
         meta = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "gpu_engine_version": _package_version(), "version": name, "parent": cur,
@@ -205,6 +209,8 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "relations": relations, "files": files,
             "extra": meta_extra,
         }
+        if hd_bags:
+            meta["hd_bags"] = hd_bags
         if getattr(reasoner, "rewrite_equality", False):
             meta["rewrite_equality"] = True
         meta["meta_crc32"] = _meta_crc(meta)
@@ -218,6 +224,28 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
         _fsync_dir(d)
         _clean(d, keep=store_versions(d)[-keep:])
     return name
+
+
+def _save_hd_bags(engine: Any, tmp: Path, files: dict[str, dict[str, int]]
+                  ) -> list[dict[str, Any]]:
+    """The kept bags of the decomposed rules (gpu_engine.hd_persist) as ``H/NNNN.arrow``
+    (columns c0.. in χ order and ``count``), listed for meta.json."""
+    if engine.program.equality is not None:  # (rewritten facts: rebuilt on use)
+        return []
+    from gpu_engine.hd_persist import export_bags
+
+    out = []
+    for j, b in enumerate(export_bags(engine)):
+        if j == 0:
+            (tmp / "H").mkdir()
+        f = f"H/{j:04d}.arrow"
+        cols = {f"c{i}": c for i, c in enumerate(b.cols)}
+        files[f] = _write_table(tmp / f, pa.table({**cols, "count": b.count}))
+        out.append({"rule": b.rule, "node": b.node, "decomposition": b.decomposition,
+                    "chi": b.chi, "file": f})
+    if out:
+        _fsync_dir(tmp / "H")
+    return out
 
 
 def _meta_crc(meta: dict[str, Any]) -> int:
@@ -406,6 +434,16 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
     for f in EngineState.fields_kept_as(META):
         if f != "modules":  # (set through the constructor: it chooses the module plans)
             setattr(r.engine.state, f, meta.get(f, defaults.get(f)))
+    if meta.get("hd_bags") and r.program.equality is None:  # kept bags (hd_persist)
+        from gpu_engine.hd_persist import SavedBag, import_bags
+
+        saved = []
+        for b in meta["hd_bags"]:
+            t = table(b["file"])
+            saved.append(SavedBag(b["rule"], int(b["node"]), b["decomposition"], b["chi"],
+                                  [_column(t, f"c{i}") for i in range(len(b["chi"]))],
+                                  _column(t, "count")))
+        import_bags(r.engine, saved)
     return r
 
 

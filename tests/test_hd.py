@@ -304,10 +304,44 @@ def test_cyclic_detection_and_width() -> None:
     assert decompose(path, stats, "auto") is None
     d = decompose(path, stats, "all")
     assert d is not None and d.width == 1 and len(d.nodes) == 3
-    assert decompose(tri, stats, "auto").width == 2  # type: ignore[union-attr]
+    # auto's cost check: a triangle's node {e(x,y), e(y,z)} builds what the pairwise plan
+    # builds (no gain), the four-cycle's nodes far less
+    assert decompose(tri, stats, "auto") is None
+    assert decompose(tri, stats, "all").width == 2  # type: ignore[union-attr]
     d = decompose(sq, stats, "auto")
     assert d is not None and d.width == 2 and len(d.nodes) == 2
     assert decompose(sq, stats, "off") is None
+
+
+def test_auto_cost_check() -> None:
+    """auto decomposes a cyclic rule only where the pairwise plan is estimated to build
+    clearly more rows: the paper's PC rule (n·k² against n·k) yes, a rule shaped like Exp
+    (the children's values joined 1:1 through left/right) no."""
+    from gpu_engine.ir import Const as IConst
+
+    n, k = 300, 300
+    sizes = {"CW": (n * k, (n, n * k)), "CA": (n * k, (n, n * k)),
+             "PC": (2 * n * k, (2 * n * k, k)),
+             "op": (9300, (9300, 3)), "inner": (9300, (9300,)), "node": (18900, (18900,)),
+             "left": (9300, (9300, 9300)), "right": (9300, (9300, 9300)),
+             "asg": (300, (300,)), "val": (2_880_000, (9600, 300, 10))}
+
+    def stats(rel: str, col: int) -> tuple[int, int]:
+        return sizes[rel][0], sizes[rel][1][col]
+
+    def a(rel: str, *args: str | int) -> IAtom:
+        return IAtom(rel, tuple(IConst(x, "number") if isinstance(x, int) else IVar(x)
+                                for x in args))
+
+    pc = IRule(a("PC", "x", "y"), (a("CW", "x", "z1"), a("CA", "x", "z2"),
+                                   a("PC", "z1", "y"), a("PC", "z2", "y")))
+    exp = IRule(a("val", "n", "s", "v1"),
+                (a("op", "n", 0), a("inner", "n"), a("left", "n", "l"), a("node", "l"),
+                 a("val", "l", "s", "v1"), a("right", "n", "r"), a("node", "r"),
+                 a("val", "r", "s", "v2"), a("asg", "s")))
+    assert decompose(pc, stats, "auto") is not None
+    assert decompose(exp, stats, "auto") is None
+    assert decompose(exp, stats, "all") is not None
 
 
 def test_cli_decompose_and_store(tmp_path, device: str) -> None:
@@ -323,11 +357,12 @@ def test_cli_decompose_and_store(tmp_path, device: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     cli = [sys.executable, "-m", "gpu_engine.host.cli"]
     out = subprocess.run([*cli, "run", str(prog), "-F", str(tmp_path), "-D", "-", "--stats",
-                          "--device", device, "--store", str(tmp_path / "db")],
+                          "--device", device, "--store", str(tmp_path / "db"),
+                          "--decompose", "all"],  # (auto: a triangle is not worth it)
                          capture_output=True, text=True, env=env, check=True)
     assert "hd w=2" in out.stdout + out.stderr
     meta = json.loads(next((tmp_path / "db").glob("v*/meta.json")).read_text())
-    assert meta["decompose"] == "auto" and any(meta["decompositions"].values())
+    assert meta["decompose"] == "all" and any(meta["decompositions"].values())
     (tmp_path / "del").mkdir()
     (tmp_path / "del" / "e.facts").write_text("3\t1\n")
     res = subprocess.run([*cli, "update", str(tmp_path / "db"), "--delete",

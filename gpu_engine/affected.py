@@ -28,6 +28,7 @@ from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator, RuleOutput
 from .runs import RunSet
+from .touch import atom_consts
 from .views import View
 
 VersionOf = Callable[[str], View]
@@ -81,10 +82,11 @@ def may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
     """False when no row of the (small) ``delta`` has the atom's constants, so the
     variant reading it is empty: a delta costs only the rules it can reach (on the CPU;
     on the GPU each look-up would cost a synchronisation)."""
-    if delta.be.is_gpu or not any(isinstance(t, Const) for t in atom.args):
+    if delta.be.is_gpu:
         return True
-    consts = [(q, const_value(t, ev.symbols)) for q, t in enumerate(atom.args)
-              if isinstance(t, Const)]
+    consts = atom_consts(atom, ev.symbols)
+    if not consts:
+        return True
     return any(all(run.has_value(q, v) for q, v in consts) for run in delta.runs)
 
 

@@ -23,6 +23,7 @@ from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
 from .stats import UpdateStats
 from .stratify import Stratum
+from .touch import can_see
 from .update_state import UpdateState, multiset
 
 Heads = dict[str, tuple[RowSet, Any]]
@@ -59,6 +60,8 @@ class Update:
         """Π⟦pos, neg : P, N⟧ for ``rules``, grouped per head relation."""
         outs: dict[str, list[RuleOutput]] = {}
         for rule in rules:
+            if not can_see(rule, P, N):  # no atom reads a change: Π⟦...⟧ is empty
+                continue
             o = affected(self.ev, rule, pos, neg, P, N)
             if o:
                 outs.setdefault(rule.head.relation, []).extend(o)
@@ -78,9 +81,10 @@ class Update:
         and no change of a relation its rules read (every Π⟦...⟧ of it is then empty)."""
         if any(len(self.e_minus[r]) or len(self.e_plus[r]) for r in s.relations):
             return False
-        changed = {n for n in self.state.touched
-                   if len(self.state.removed(n)) or len(self.state.added(n))}
-        if not (changed & s.reads):
+        rel = self.state.rel
+        changed = {n for n in self.state.touched & s.reads
+                   if len(rel[n].gone) or len(rel[n].A_new)}
+        if not changed:
             return True
         # finer: no variant of a rule of s can match the changed facts (their constants)
         for rule in s.rules:
@@ -271,7 +275,10 @@ def dred_c(u: Update) -> None:
             continue
         _dredc_overdelete(u, s)  # line 23
         rederived = {}
+        heads = {rule.head.relation for rule in s.recursive_rules}
         for r in s.relations:  # line 24: R := {F ∈ D ∩ O^s | C_r[F] > 0}
+            if r not in heads:  # no recursive rule derives r: C_r[F] = 0
+                continue
             d = st.rel[r].D.compact()
             if len(d):
                 rederived[r] = d.select(st.counter(r, d, True) > 0)

@@ -53,16 +53,17 @@ def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
     for i, run in enumerate(rs.runs):
         if len(rs.runs) == 1:
             idx = xp.arange(len(rows), dtype=INDEX)
+            sub = rows
         else:
-            m = run.contains(rows.cols)
+            m = run.has(rows)
             if left is not None:
                 m &= left
             idx = xp.flatnonzero(m).astype(INDEX)
             if len(idx) == 0:
                 continue
             left = ~m if left is None else left & ~m
-        sel = rows.cols if len(idx) == len(rows) else tuple(c[idx] for c in rows.cols)
-        out.append((i, idx, run.positions(sel)))
+            sub = rows if len(idx) == len(rows) else rows.select(m)
+        out.append((i, idx, run.positions_of(sub)))
     return out
 
 

@@ -319,6 +319,15 @@ class RowSet:
         a, b = K.joint_keys(self.be, cols, self.cols)
         return xp.searchsorted(b, a)
 
+    def positions_of(self, rows: RowSet) -> Any:
+        """Row positions of ``rows`` (a row set, all of whose rows are in this set):
+        packed on both sides, the keys are re-keyed instead of packing columns."""
+        if self.arity > 1 and self.spec is not None and rows.spec is not None and len(rows):
+            k = rows.keys if rows.spec == self.spec else K.repack_probe(
+                self.be, rows.keys, rows.spec, self.spec)
+            return self.be.xp.searchsorted(self.keys, k)
+        return self.positions(rows.cols)
+
     def _covering(self, cols: tuple[Any, ...]) -> RowSet:
         """This set re-keyed, if needed, so that its spec also covers ``cols``."""
         if self.arity == 1:

@@ -138,7 +138,9 @@ class UpdateState:
         c = self.counters[name]
         out = C.values(s.I, c.rec if recursive else c.nonrec, rows)
         ov = s.overlay.get(recursive)
-        if ov is not None and len(rows):
+        if ov is not None and ov[0] is rows:  # the rows just bumped: aligned already
+            out += ov[1]
+        elif ov is not None and len(rows):
             orows, inc = ov
             hit = orows.has(rows)
             if bool(hit.any()):
@@ -155,8 +157,9 @@ class UpdateState:
         if self.level < (2 if recursive else 1) or len(rows) == 0:
             return
         s = self.rel[name]
-        in_i = s.I.has(rows)
-        if bool(in_i.all()):
+        if sign < 0:  # decrements are of facts of I (instances over I): no look-up
+            inside, cin, outside = rows, counts, None
+        elif bool((in_i := s.I.has(rows)).all()):
             inside, cin, outside = rows, counts, None
         else:
             inside, cin = rows.select(in_i), counts[in_i]
@@ -253,6 +256,8 @@ def _accumulate(be: Backend, arity: int, acc: tuple[RowSet, Any] | None, rows: R
                 inc: Any) -> tuple[RowSet, Any]:
     """Distinct rows with summed increments: ``acc`` plus (``rows``, ``inc``)."""
     xp = be.xp
+    if (acc is None or not len(acc[0])) and arity:  # a row set: distinct and sorted already
+        return rows, xp.asarray(inc, dtype=INDEX)
     if acc is not None and len(acc[0]):
         cols = tuple(xp.concatenate([a, b]) for a, b in zip(acc[0].cols, rows.cols))
         w = xp.concatenate([acc[1], inc])

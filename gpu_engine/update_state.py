@@ -227,8 +227,9 @@ class UpdateState:
                 # meaningless entries of the old state)
                 rs, cc = C.append_counted(rs, c, fresh, nr, r)
             for recursive, (orows, inc) in s.overlay.items():  # facts of I \ D: in place
-                live = rs.has(orows)
-                if not bool(live.all()):
+                # (overlay rows are facts of I: live unless gone, a small set to test)
+                live = ~s.gone.has(orows) if len(s.gone) else None
+                if live is not None and not bool(live.all()):
                     orows, inc = orows.select(live), inc[live]
                 if len(orows):
                     in_place.append((name, recursive, orows, inc))

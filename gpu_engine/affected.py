@@ -28,6 +28,7 @@ from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator, RuleOutput
 from .runs import RunSet
+from .scan_rules import scan, scan_plan
 from .touch import atom_consts
 from .views import View
 
@@ -37,6 +38,14 @@ VersionOf = Callable[[str], View]
 def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
              P: dict[str, RunSet], N: dict[str, RunSet] | None = None) -> list[RuleOutput]:
     """Head rows (with repetitions) of Π⟦pos, neg : P, N⟧ for one rule."""
+    if len(rule.body) == 1 and isinstance(rule.body[0], Atom):  # one atom: a filter of P
+        p = P.get(rule.body[0].relation)
+        if p is None or len(p) == 0 or not may_match(ev, rule.body[0], p):
+            return []
+        plan = scan_plan(rule, ev.symbols)
+        got = scan(plan, p) if plan is not None else None
+        if got is not None:
+            return got
     N = N or {}
     atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
     negs = [lit for lit in rule.body if isinstance(lit, Negation)]

@@ -1,0 +1,120 @@
+"""Rules whose body is one positive atom, evaluated over a delta as a filter.
+
+Most rules of ontology programs copy or rename facts (``B(x) :- A(x)``,
+``R(x, y) :- T(x, "p", y)``): their Π⟦..: P⟧ over a delta P is the rows of P that
+match the atom's constants and repeated variables, projected onto the head.  The general
+evaluator builds a join index of the delta (a sort) and binding tables for that; here it
+is one mask and one gather per column, with the same result: one head row per rule
+instance (each matching fact is exactly one instance: the atom binds every variable),
+in the rows' order.  The plan (which columns are compared with which constants, which
+column each head argument takes) is made once per rule and symbol table.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_engine.kernels.backend import INDEX
+
+from .expr import const_value
+from .ir import Atom, Const, Rule, Var
+from .rule_eval import RuleOutput
+from .runs import RunSet
+
+_LIMIT = 1 << 16
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """One-atom rule: ``consts`` (column, value) and ``equal`` (column, column) select
+    facts of ``relation``; head argument i is column ``head[i][0]`` of the fact, or the
+    constant ``head[i][1]`` when the column is -1."""
+
+    relation: str
+    consts: tuple[tuple[int, int], ...]
+    equal: tuple[tuple[int, int], ...]
+    head: tuple[tuple[int, int], ...]
+
+
+_plans: weakref.WeakKeyDictionary[Any, dict[int, tuple[Rule, ScanPlan | None]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def scan_plan(rule: Rule, symbols: Any) -> ScanPlan | None:
+    """The rule's scan plan, or None when its body is not one positive atom of variables
+    and constants with a head of variables and constants (cached)."""
+    try:
+        table = _plans.get(symbols)
+        if table is None:
+            table = _plans[symbols] = {}
+    except TypeError:  # a symbol table that cannot be weakly referenced: no cache
+        table = {}
+    hit = table.get(id(rule))
+    if hit is not None and hit[0] is rule:
+        return hit[1]
+    plan = _make(rule, symbols)
+    if len(table) >= _LIMIT:
+        table.clear()
+    table[id(rule)] = (rule, plan)
+    return plan
+
+
+def _make(rule: Rule, symbols: Any) -> ScanPlan | None:
+    if len(rule.body) != 1 or not isinstance(rule.body[0], Atom):
+        return None
+    atom = rule.body[0]
+    consts, equal, first = [], [], {}
+    for q, t in enumerate(atom.args):
+        if isinstance(t, Const):
+            consts.append((q, const_value(t, symbols)))
+        elif isinstance(t, Var):
+            if t.name in first:
+                equal.append((first[t.name], q))
+            else:
+                first[t.name] = q
+        else:
+            return None
+    head = []
+    for t in rule.head.args:
+        if isinstance(t, Var) and t.name in first:
+            head.append((first[t.name], 0))
+        elif isinstance(t, Const):
+            head.append((-1, const_value(t, symbols)))
+        else:
+            return None
+    return ScanPlan(atom.relation, tuple(consts), tuple(equal), tuple(head))
+
+
+def scan(plan: ScanPlan, src: RunSet) -> list[RuleOutput] | None:
+    """The head rows of the rule's instances over ``src`` (None: ``src`` has
+    tombstones, which the general evaluator handles)."""
+    if src.dead:
+        return None
+    out: list[RuleOutput] = []
+    for run in src.runs:
+        xp = run.be.xp
+        cols = run.cols
+        mask = None
+        for q, v in plan.consts:
+            m = cols[q] == v
+            mask = m if mask is None else (mask & m)
+        for a, b in plan.equal:
+            m = cols[a] == cols[b]
+            mask = m if mask is None else (mask & m)
+        if mask is None:
+            n, pick = len(run), None
+        else:
+            pick = xp.flatnonzero(mask)
+            n = len(pick)
+        if n == 0:
+            continue
+        head = tuple((cols[q] if pick is None else cols[q][pick]) if q >= 0
+                     else xp.full(n, v, dtype=INDEX)
+                     for q, v in plan.head)
+        out.append(RuleOutput(tuple(xp.ascontiguousarray(c) for c in head), n))
+    return out
+
+
+__all__ = ["ScanPlan", "scan", "scan_plan"]

@@ -47,6 +47,18 @@ class RelState:
     # c_nr (key False) and c_r (key True)
     overlay: dict[bool, tuple[RowSet, Any]] = field(default_factory=dict)
     new_log: list[tuple[RowSet, Any, bool]] = field(default_factory=list)
+    # the last membership test in I (rows, mask): I does not change during the update,
+    # and a round often tests the rows it has just counted
+    memo: tuple[RowSet, Any] | None = None
+
+    def in_old(self, rows: RowSet) -> Any:
+        """Mask over ``rows``: which are facts of ``I``."""
+        m = self.memo
+        if m is not None and m[0] is rows:
+            return m[1]
+        mask = self.I.has(rows)
+        self.memo = (rows, mask)
+        return mask
 
 
 class UpdateState:
@@ -113,9 +125,12 @@ class UpdateState:
         if len(rows) == 0:
             return rows
         n = len(rows)
-        in_i = s.I.has(rows)
+        in_i = s.in_old(rows)
         out = (in_i & s.gone.contains(rows.cols, n)) | (~in_i & ~s.A_new.contains(rows.cols, n))
-        return rows.select(out)
+        got = rows.select(out)
+        if got is not rows:
+            s.memo = (got, in_i[out])  # add() tests the same rows next
+        return got
 
     def add(self, name: str, delta: RowSet) -> None:
         """``A := A ∪ Δ_A`` for Δ_A disjoint from the new materialisation."""
@@ -123,7 +138,7 @@ class UpdateState:
         if len(delta) == 0:
             return
         self.touched.add(name)
-        in_i = s.I.has(delta)
+        in_i = s.in_old(delta)
         back, fresh = delta.select(in_i), delta.select(~in_i)
         if len(back):
             s.A_old = s.A_old.append(back)
@@ -159,7 +174,7 @@ class UpdateState:
         s = self.rel[name]
         if sign < 0:  # decrements are of facts of I (instances over I): no look-up
             inside, cin, outside = rows, counts, None
-        elif bool((in_i := s.I.has(rows)).all()):
+        elif bool((in_i := s.in_old(rows)).all()):
             inside, cin, outside = rows, counts, None
         else:
             inside, cin = rows.select(in_i), counts[in_i]

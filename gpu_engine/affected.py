@@ -96,7 +96,14 @@ def may_match(ev: RuleEvaluator, atom: Atom, delta: RunSet) -> bool:
     consts = atom_consts(atom, ev.symbols)
     if not consts:
         return True
-    return any(all(run.has_value(q, v) for q, v in consts) for run in delta.runs)
+    for run in delta.runs:  # (the answer is kept with the immutable run: idle() and
+        key = ("match", consts)  # derive() ask the same question of the same delta)
+        hit = run._indexes.get(key)
+        if hit is None:
+            hit = run._indexes[key] = all(run.has_value(q, v) for q, v in consts)
+        if hit:
+            return True
+    return False
 
 
 def bind_head(ev: RuleEvaluator, rule: Rule,

@@ -268,6 +268,9 @@ def dred_c(u: Update) -> None:
         if u.idle(s):
             continue
         at_boundary(u, "start", s, 0)
+        if not s.rules and u.boundary is None:
+            _explicit_only(u, s)
+            continue
         if s.index in u.modules:  # a stratum with TC/STC modules: paper 002 Algorithm 3
             from .modular import dredc_mod
 
@@ -321,3 +324,21 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
         for r, d in delta.items():
             st.overdelete(r, d)  # line 38
             u.stats.overdeleted += len(d)
+
+
+def _explicit_only(u: Update, s: Stratum) -> None:
+    """Algorithm 2 for a stratum without rules (relations of explicit facts only): every
+    fact has ``C_nr = 1`` (it is in E) and ``C_r = 0``, so E⁻ is overdeleted and never
+    rederived, and E⁺ (disjoint from E = I after line 1) is added; the commit gives such
+    relations their counters from E, so none are looked up or changed here.  The same
+    sets and statistics as the general passes, without their counter look-ups."""
+    st = u.state
+    for r in s.relations:
+        em, ep = u.e_minus[r], u.e_plus[r]
+        u.stats.rounds += (2 if len(em) else 1) + (2 if len(ep) else 1)
+        if len(em):
+            st.overdelete(r, em)  # lines 29-38: C_nr[F] drops to 0
+            u.stats.overdeleted += len(em)
+        if len(ep):
+            st.add(r, ep)  # lines 41-48
+            u.stats.added += len(ep)

@@ -128,7 +128,7 @@ class Update:
             at_boundary(self, "insert", s, rnd, cand, counters)  # additions may join Δ
             rnd += 1
             delta = {r: d for r in s.relations
-                     if len(d := st.not_in_new(r, self.union(r, cand[r])))}
+                     if cand[r] and len(d := st.not_in_new(r, self.union(r, cand[r])))}
             if not delta:
                 break
             for r, d in delta.items():
@@ -221,7 +221,7 @@ def _dred_overdelete(u: Update, s: Stratum) -> None:
         at_boundary(u, "overdelete", s, rnd)
         rnd += 1
         delta = {r: d for r in s.relations
-                 if len(d := st.not_deleted(r, u.union(r, cand[r])))}  # line 10
+                 if cand[r] and len(d := st.not_deleted(r, u.union(r, cand[r])))}  # line 10
         if not delta:
             break
         heads = u.derive(s.recursive_rules, st.mid, st.old_plus,
@@ -308,6 +308,8 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
         rnd += 1
         delta: dict[str, RowSet] = {}
         for r in s.relations:
+            if not cand[r]:
+                continue
             nd = st.not_deleted(r, u.union(r, cand[r]))
             if len(nd):
                 d = nd.select(st.counter(r, nd, False) == 0)  # line 34

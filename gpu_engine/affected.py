@@ -22,6 +22,7 @@ from typing import Any
 
 from gpu_engine.kernels.backend import INDEX
 
+from . import touch
 from .expr import const_value
 from .ir import Atom, Call, Compare, Const, Negation, Rule, Var
 from .plan import Role, delta_variants
@@ -38,7 +39,8 @@ VersionOf = Callable[[str], View]
 def affected(ev: RuleEvaluator, rule: Rule, pos: VersionOf, neg: VersionOf,
              P: dict[str, RunSet], N: dict[str, RunSet] | None = None) -> list[RuleOutput]:
     """Head rows (with repetitions) of Π⟦pos, neg : P, N⟧ for one rule."""
-    if len(rule.body) == 1 and isinstance(rule.body[0], Atom):  # one atom: a filter of P
+    if len(rule.body) == 1 and isinstance(rule.body[0], Atom) and touch.SHORTCUTS:
+        # one atom: Π⟦..: P⟧ is a filter of P (scan_rules)
         p = P.get(rule.body[0].relation)
         if p is None or len(p) == 0 or not may_match(ev, rule.body[0], p):
             return []

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpu_engine.kernels.backend import INDEX
 
+from . import touch
 from .affected import VersionOf, affected, may_match, rederivable
 from .aggregates import update_stratum as update_aggregate
 from .fdu import at_boundary
@@ -60,7 +61,7 @@ class Update:
         """Π⟦pos, neg : P, N⟧ for ``rules``, grouped per head relation."""
         outs: dict[str, list[RuleOutput]] = {}
         for rule in rules:
-            if not can_see(rule, P, N):  # no atom reads a change: Π⟦...⟧ is empty
+            if touch.SHORTCUTS and not can_see(rule, P, N):  # Π⟦...⟧ is empty
                 continue
             o = affected(self.ev, rule, pos, neg, P, N)
             if o:
@@ -268,7 +269,7 @@ def dred_c(u: Update) -> None:
         if u.idle(s):
             continue
         at_boundary(u, "start", s, 0)
-        if not s.rules and u.boundary is None:
+        if not s.rules and u.boundary is None and touch.SHORTCUTS:
             _explicit_only(u, s)
             continue
         if s.index in u.modules:  # a stratum with TC/STC modules: paper 002 Algorithm 3

@@ -10,6 +10,7 @@ rule, so an id is never reused while its entry exists).
 
 from __future__ import annotations
 
+import os
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,11 @@ from .expr import const_value
 from .ir import Atom, Const, Negation, Rule
 
 _LIMIT = 1 << 16  # entries kept (rules of programs that come and go in one process)
+
+# Maintenance's shortcuts for small changes (rules skipped by what they read, one-atom
+# rules as filters, strata without rules): on unless GPU_ENGINE_MAINTENANCE_SHORTCUTS=0
+# (the tests compare both ways).
+SHORTCUTS = os.environ.get("GPU_ENGINE_MAINTENANCE_SHORTCUTS", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -84,4 +90,4 @@ def atom_consts(atom: Atom, symbols: Any) -> tuple[tuple[int, int], ...]:
     return out
 
 
-__all__ = ["RuleReads", "atom_consts", "can_see", "reads"]
+__all__ = ["SHORTCUTS", "RuleReads", "atom_consts", "can_see", "reads"]

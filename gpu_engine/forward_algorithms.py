@@ -24,7 +24,6 @@ from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
 from .stats import UpdateStats
 from .stratify import Stratum
-from .touch import can_see
 from .update_state import UpdateState, multiset
 
 Heads = dict[str, tuple[RowSet, Any]]
@@ -60,9 +59,7 @@ class Update:
                P: dict[str, RunSet], N: dict[str, RunSet] | None = None) -> Heads:
         """Π⟦pos, neg : P, N⟧ for ``rules``, grouped per head relation."""
         outs: dict[str, list[RuleOutput]] = {}
-        for rule in rules:
-            if touch.SHORTCUTS and not can_see(rule, P, N):  # Π⟦...⟧ is empty
-                continue
+        for rule in touch.seeing(rules, P, N) if touch.SHORTCUTS else rules:
             o = affected(self.ev, rule, pos, neg, P, N)
             if o:
                 outs.setdefault(rule.head.relation, []).extend(o)

@@ -49,6 +49,7 @@ class RuleOutput:
     n: int
     weights: Any = None
     derivations: int = -1
+    rows: Any = None  # the same rows as a RowSet when they are distinct and sorted
 
     @property
     def count(self) -> int:

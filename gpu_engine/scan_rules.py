@@ -16,10 +16,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import INDEX
 
 from .expr import const_value
 from .ir import Atom, Const, Rule, Var
+from .rowset import RowSet
 from .rule_eval import RuleOutput
 from .runs import RunSet
 
@@ -36,6 +38,10 @@ class ScanPlan:
     consts: tuple[tuple[int, int], ...]
     equal: tuple[tuple[int, int], ...]
     head: tuple[tuple[int, int], ...]
+    # the head rows of sorted distinct facts come out sorted and distinct: the head takes
+    # fact columns in increasing order and every other column is a constant or repeats
+    # a column the head takes
+    ordered: bool = False
 
 
 _plans: weakref.WeakKeyDictionary[Any, dict[int, tuple[Rule, ScanPlan | None]]] = \
@@ -84,7 +90,11 @@ def _make(rule: Rule, symbols: Any) -> ScanPlan | None:
             head.append((-1, const_value(t, symbols)))
         else:
             return None
-    return ScanPlan(atom.relation, tuple(consts), tuple(equal), tuple(head))
+    taken = [q for q, _ in head if q >= 0]
+    fixed = {q for q, _ in consts} | {b for a, b in equal if a in taken}
+    ordered = (taken == sorted(set(taken))
+               and all(q in fixed or q in taken for q in range(len(atom.args))))
+    return ScanPlan(atom.relation, tuple(consts), tuple(equal), tuple(head), ordered)
 
 
 def scan(plan: ScanPlan, src: RunSet) -> list[RuleOutput] | None:
@@ -110,11 +120,24 @@ def scan(plan: ScanPlan, src: RunSet) -> list[RuleOutput] | None:
             n = len(pick)
         if n == 0:
             continue
-        head = tuple((cols[q] if pick is None else cols[q][pick]) if q >= 0
-                     else xp.full(n, v, dtype=INDEX)
+        head = tuple(xp.ascontiguousarray((cols[q] if pick is None else cols[q][pick])
+                                          if q >= 0 else xp.full(n, v, dtype=INDEX))
                      for q, v in plan.head)
-        out.append(RuleOutput(tuple(xp.ascontiguousarray(c) for c in head), n))
+        rows = _as_rows(run.be, head, n) if plan.ordered and len(src.runs) == 1 else None
+        out.append(RuleOutput(head, n, rows=rows))
     return out
+
+
+def _as_rows(be: Any, cols: tuple[Any, ...], n: int) -> RowSet | None:
+    """Sorted distinct columns as a row set, without sorting (None: ranked keys)."""
+    if len(cols) == 1:
+        return RowSet(be, cols, cols[0], None, n)
+    if not cols:
+        return None
+    spec = K.make_spec(*K.column_ranges(be, cols), headroom=1)
+    if spec is None:
+        return None
+    return RowSet(be, cols, K.pack(be, cols, spec), spec, n)
 
 
 __all__ = ["ScanPlan", "scan", "scan_plan"]

@@ -70,6 +70,43 @@ def can_see(rule: Rule, P: dict[str, Any], N: dict[str, Any] | None) -> bool:
     return False
 
 
+_by_rel: dict[int, tuple[tuple[Rule, ...], dict[str, list[int]], dict[str, list[int]]]] = {}
+
+
+def seeing(rules: list[Rule], P: dict[str, Any], N: dict[str, Any] | None) -> list[Rule]:
+    """The rules of ``rules`` (in their order) that :func:`can_see` the change, found
+    through an index from relations to the rules reading them (kept per rule list), so
+    that the cost follows the changed relations rather than the rules."""
+    if len(rules) <= 2:
+        return [rule for rule in rules if can_see(rule, P, N)]
+    key = tuple(rules)
+    hit = _by_rel.get(id(rules))
+    if hit is None or hit[0] != key:
+        pos: dict[str, list[int]] = {}
+        neg: dict[str, list[int]] = {}
+        for i, rule in enumerate(rules):
+            rr = reads(rule)
+            for r in rr.pos:
+                pos.setdefault(r, []).append(i)
+            for r in rr.neg:
+                neg.setdefault(r, []).append(i)
+        if len(_by_rel) >= _LIMIT:
+            _by_rel.clear()
+        hit = _by_rel[id(rules)] = (key, pos, neg)
+    _, pos, neg = hit
+    picked: set[int] = set()
+    for r, p in P.items():
+        at = pos.get(r)
+        if at is not None and len(p):
+            picked.update(at)
+    if N and neg:
+        for r, n in N.items():
+            at = neg.get(r)
+            if at is not None and len(n):
+                picked.update(at)
+    return [rules[i] for i in sorted(picked)]
+
+
 def atom_consts(atom: Atom, symbols: Any) -> tuple[tuple[int, int], ...]:
     """(position, encoded value) of the atom's constants (cached per symbol table and
     atom: a symbol constant's id is the table's)."""
@@ -90,4 +127,4 @@ def atom_consts(atom: Atom, symbols: Any) -> tuple[tuple[int, int], ...]:
     return out
 
 
-__all__ = ["SHORTCUTS", "RuleReads", "atom_consts", "can_see", "reads"]
+__all__ = ["SHORTCUTS", "RuleReads", "atom_consts", "can_see", "reads", "seeing"]

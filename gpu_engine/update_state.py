@@ -292,6 +292,8 @@ def multiset(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[RowSet, A
     xp = be.xp
     if not outs:
         return RowSet.empty(be, arity), xp.zeros(0, dtype=INDEX)
+    if len(outs) == 1 and outs[0].rows is not None and outs[0].weights is None:
+        return outs[0].rows, xp.ones(outs[0].n, dtype=INDEX)  # distinct and sorted already
     n = sum(o.n for o in outs)
     cols, weights = concat_outputs(be, arity, outs)
     return RowSet.from_columns(be, cols, arity, n, return_counts=True, weights=weights)

@@ -68,11 +68,13 @@ class Update:
 
     def removed(self) -> dict[str, RunSet]:
         """``D \\ A`` per relation (nonempty ones)."""
-        return {n: g for n in self.state.touched if len(g := self.state.removed(n))}
+        rel = self.state.rel
+        return {n: g for n in self.state.touched if len(g := rel[n].gone)}
 
     def added(self) -> dict[str, RunSet]:
         """``A \\ D`` per relation (nonempty ones)."""
-        return {n: a for n in self.state.touched if len(a := self.state.added(n))}
+        rel = self.state.rel
+        return {n: a for n in self.state.touched if len(a := rel[n].A_new)}
 
     def idle(self, s: Stratum) -> bool:
         """Whether nothing can change in stratum ``s``: no explicit change of its facts
@@ -203,6 +205,9 @@ def dred(u: Update) -> None:
         if u.idle(s):
             continue
         at_boundary(u, "start", s, 0)
+        if not s.rules and u.boundary is None and touch.SHORTCUTS:
+            _explicit_only(u, s)  # (E⁻ is never rederived: it is not in E \ E⁻)
+            continue
         _dred_overdelete(u, s)
         rederived = _dred_rederive(u, s)  # line 4
         u.insert(s, rederived, counters=False)  # line 5
@@ -327,15 +332,16 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
 
 
 def _explicit_only(u: Update, s: Stratum) -> None:
-    """Algorithm 2 for a stratum without rules (relations of explicit facts only): every
+    """Algorithms 1 and 2 for a stratum without rules (relations of explicit facts only): every
     fact has ``C_nr = 1`` (it is in E) and ``C_r = 0``, so E⁻ is overdeleted and never
     rederived, and E⁺ (disjoint from E = I after line 1) is added; the commit gives such
     relations their counters from E, so none are looked up or changed here.  The same
     sets and statistics as the general passes, without their counter look-ups."""
     st = u.state
+    u.stats.rounds += (2 if any(len(u.e_minus[r]) for r in s.relations) else 1) \
+        + (2 if any(len(u.e_plus[r]) for r in s.relations) else 1)  # as the general loops
     for r in s.relations:
         em, ep = u.e_minus[r], u.e_plus[r]
-        u.stats.rounds += (2 if len(em) else 1) + (2 if len(ep) else 1)
         if len(em):
             st.overdelete(r, em)  # lines 29-38: C_nr[F] drops to 0
             u.stats.overdeleted += len(em)

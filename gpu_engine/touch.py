@@ -107,15 +107,29 @@ def seeing(rules: list[Rule], P: dict[str, Any], N: dict[str, Any] | None) -> li
     return [rules[i] for i in sorted(picked)]
 
 
-def atom_consts(atom: Atom, symbols: Any) -> tuple[tuple[int, int], ...]:
-    """(position, encoded value) of the atom's constants (cached per symbol table and
-    atom: a symbol constant's id is the table's)."""
+_last: list[Any] = [None, None]  # (weak reference to the last symbol table, its table)
+
+
+def _table_of(symbols: Any) -> dict[int, Any]:
+    """The constants cache of one symbol table (the last one found without a weak-key
+    look-up: one engine asks many times in a row)."""
+    ref = _last[0]
+    if ref is not None and ref() is symbols:
+        return _last[1]
     try:
         table = _consts.get(symbols)
         if table is None:
             table = _consts[symbols] = {}
+        _last[0], _last[1] = weakref.ref(symbols), table
     except TypeError:  # a table that cannot be weakly referenced: no cache
         table = {}
+    return table
+
+
+def atom_consts(atom: Atom, symbols: Any) -> tuple[tuple[int, int], ...]:
+    """(position, encoded value) of the atom's constants (cached per symbol table and
+    atom: a symbol constant's id is the table's)."""
+    table = _table_of(symbols)
     hit = table.get(id(atom))
     if hit is not None and hit[0] is atom:
         return hit[1]

@@ -132,9 +132,9 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     for rep in range(args.repeats):
         seq: dict[str, Any] | None = None
         unloaded: dict[str, Any] | None = None
-        # sequential first (it sets the arrival rate, from the first repeat: every repeat
-        # replays the same arrivals), then the measured unloaded run, then each mode, in
-        # an order rotated per repeat (drift in the machine's load spreads over all modes)
+        # sequential first (its mean service sets this repeat's arrival rate), then the
+        # measured unloaded run, then each mode, in an order rotated per repeat (drift in
+        # the machine's load spreads over all modes)
         order = ["sequential", "unloaded", *(modes[rep % len(modes):]
                                              + modes[: rep % len(modes)])]
         for mode in order:
@@ -146,9 +146,7 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 gc.freeze()
             if mode == "sequential":
                 line, r, times = _sequential(r, text, edb, data, base, stream, batches, args)
-                service = line["service_s"]
-                if gap is None:
-                    gap = service / args.speedup
+                gap = line["service_s"] / args.speedup  # this repeat's service rate
                 want = _sizes(r)
                 line.update(arrival_interval_s=round(gap, 4),
                             **_delays("delay", _served_one_by_one(times, gap)),
@@ -289,6 +287,10 @@ def _queued(r: Any, edb: str, batches: list[tuple[pa.Table, pa.Table]], gap: flo
             "slowest_1pct_aborted": round(float(np.mean(
                 [handles[i].stats.aborted for i in worst])), 1),
             "gc_s": round(sum(b - a for a, b in pauses), 4),
+            # the share of the stream's time the queue was applying an update: near 1 the
+            # queue is saturated and delays are set by capacity, not by the policy
+            "busy_fraction": round(sum(upd) / (end - start), 3),
+            "per_batch_update_s": round(sum(upd) / len(batches), 4),
             "updates_run": len(hist),
             "composed": sum(s.composed for s in hist),
             "injected": sum(s.injected for s in hist),

@@ -12,12 +12,15 @@ materialisation of the final E: relations, explicit facts and counters must be e
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from generators import Program, Update, engine_facts, programs, render_program, updates
 from gpu_engine.host.reasoner import Reasoner
 from gpu_engine.host.update_queue import INTERLEAVE_ALGORITHMS, POLICIES, reasoner_queue
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from test_update import counters_of, engine_update, explicit_of, non_recursive, relations_of
 
@@ -191,4 +194,92 @@ def _with_explicit(program: Program, explicit: dict[str, set]) -> Program:
                                  if rows and not arity[n]})
 
 
-__all__ = ["ALGORITHMS", "Case", "Outcome", "cases", "check", "run_queued", "sequential"]
+# --- the hand-written cases shared by test_fdu.py and test_fdu_interleave.py ---------------
+
+PROP = """.decl a(x:number) .decl b(x:number) .decl c(x:number) .decl d(x:number)
+.output a .output b .output c .output d
+"""
+CYCLE = "b(x) :- a(x). c(x) :- b(x). a(x) :- c(x).\n"  # the paper's A→B→C→A
+EXAMPLES = int(os.environ.get("FDU_EXAMPLES", "25"))  # generated schedules per test
+SCHEDULES = settings(max_examples=EXAMPLES, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                            HealthCheck.data_too_large])
+
+
+def state(r: Reasoner) -> dict[str, set[int]]:
+    """The facts of the unary relations a-d of :data:`PROP` programs."""
+    return {n: {row[0] for row in r.relation(n).to_pylist() for row in [list(row.values())]}
+            for n in "abcd"}
+
+
+def run_schedule(program: str, init: dict[str, list[int]], ups: list[tuple[dict, dict]],
+                 policy: str, at: int, algorithm: str | None = None
+                 ) -> tuple[Reasoner, list[Any]]:
+    """A :data:`PROP` program: materialise ``init``, submit ``ups[0]``; ``ups[1:]`` arrive at
+    the ``at``-th round boundary (0: together with it; past the end: when idle)."""
+    r = Reasoner(PROP + program, device="cpu", counting=True)
+    for n, xs in init.items():
+        r.add_facts(n, np.array([[x] for x in xs], dtype=np.int64))
+    r.materialise()
+    q = reasoner_queue(r, policy=policy, algorithm=algorithm, background=False)
+    enc = [({n: r._encode(n, np.array([[x] for x in xs])) for n, xs in i.items()},
+            {n: r._encode(n, np.array([[x] for x in xs])) for n, xs in d.items()})
+           for i, d in ups]
+    seen = {"b": 0, "sent": at == 0}
+
+    def hook(_p: Any) -> None:
+        seen["b"] += 1
+        if seen["b"] == at and not seen["sent"]:
+            seen["sent"] = True
+            for e in enc[1:]:
+                q.submit(*e)
+
+    q.on_boundary = hook
+    q.submit(*enc[0])
+    if at == 0:
+        for e in enc[1:]:
+            q.submit(*e)
+    stats = q.drain()
+    if not seen["sent"]:
+        seen["sent"] = True
+        for e in enc[1:]:
+            q.submit(*e)
+    stats += q.drain()
+    return r, stats
+
+
+def chain_case() -> tuple[Program, list[Update]]:
+    """A path program over a chain of six edges and three overlapping updates."""
+    from generators import NUMBER, Relation
+    from generators import Atom as A
+    from generators import Rule as R
+    from generators import Var as V
+
+    e, p = Relation("e", (NUMBER, NUMBER)), Relation("p", (NUMBER, NUMBER))
+    X, Y, Z = V("X"), V("Y"), V("Z")
+    prog = Program(relations=(e, p), rules=(
+        R(A("p", (X, Y)), (A("e", (X, Y)),)),
+        R(A("p", (X, Z)), (A("p", (X, Y)), A("e", (Y, Z))))),
+        facts={"e": [(i, i + 1) for i in range(6)]})
+    ups = [Update({"e": [(6, 7), (7, 8)]}, {"e": [(2, 3)]}),
+           Update({"e": [(2, 3), (8, 9)]}, {}),
+           Update({}, {"e": [(6, 7), (0, 1)]})]
+    return prog, ups
+
+
+def exhaustive_small(algorithms: tuple[str, ...], policies: tuple[str, ...]) -> None:
+    """:func:`chain_case` with the second and third update arriving at every boundary."""
+    prog, ups = chain_case()
+    for alg in algorithms:
+        for policy in policies:
+            for g1 in [0, 1, 2, 3, 4, 5, 6, 8, 10, NEVER]:
+                for g2 in [0, 1, 3, NEVER]:
+                    case = Case(prog, ups, alg, "off", policy, [0, g1, g2])
+                    out = check(case)
+                    assert out is not None and not out.problems, case.describe() + "\n" + \
+                        "\n".join(out.problems)
+
+
+__all__ = ["ALGORITHMS", "CYCLE", "Case", "EXAMPLES", "Outcome", "PROP", "SCHEDULES", "cases",
+           "chain_case", "check", "exhaustive_small", "run_queued", "run_schedule",
+           "sequential", "state"]

@@ -729,6 +729,8 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
         t.add_row("modules", ", ".join(stats.modules))
     if stats.note:
         t.add_row("note", stats.note)
+    for why in getattr(stats, "refused", []):  # arrivals that could not join (--fdu)
+        t.add_row("refused", why)
     console.print(t)
     _print_oom(console, stats)
 

@@ -131,6 +131,7 @@ class UpdateQueue:
         self._started = 0.0
         self._interleaved = 0
         self._boundaries = 0
+        self._refusals: list[str] = []
         self.background = background
         self.on_boundary = on_boundary  # called first at every boundary (tests: arrivals)
         self.on_commit = on_commit
@@ -223,6 +224,7 @@ class UpdateQueue:
         """Apply ``batch`` (composed), restarting on ``Restart``; resolve its handles."""
         aborted = 0
         self._restarts = 0
+        self._refusals = []
         interleaved = 0
         while True:
             n_before = len(batch)
@@ -262,6 +264,7 @@ class UpdateQueue:
         stats.aborted = aborted
         stats.restarted = aborted
         stats.interleaved = interleaved + self._interleaved
+        stats.refused = list(dict.fromkeys(self._refusals))
         if self.on_commit is not None:
             self.on_commit(handles, stats)
         now = time.perf_counter()
@@ -299,6 +302,7 @@ class UpdateQueue:
                         del self.pending[:k]
                     else:
                         refused = True
+                        self._refusals.append(point.extra.get("refused", "refused"))
             # abort for a deletion, or for additions touching what the update deletes
             if (self.policy == "restart" and self.pending
                     and (refused or not is_insertion_only(self.pending[0].change))
@@ -329,7 +333,9 @@ class UpdateQueue:
             self._running.extend(self.pending[:k])
             del self.pending[:k]
             self._interleaved += 1
-        elif self.interleave_fallback == "restart" and self._restarts < self.max_restarts:
+            return
+        self._refusals.append(point.extra.get("refused", "refused"))
+        if self.interleave_fallback == "restart" and self._restarts < self.max_restarts:
             raise Restart()
 
 

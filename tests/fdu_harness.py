@@ -1,6 +1,8 @@
 """Differential harness of fully dynamic updates (paper 004, issue 17).
 
-A case: a generated program, 3-10 generated updates, an algorithm, modules on or off, a
+A case: a generated program (a quarter of them with aggregate relations,
+``generators.aggregate_programs``, an eighth a TC/STC closure with a stratum above it,
+:func:`module_programs`), 3-10 generated updates, an algorithm, modules on or off, a
 queue policy (wait, inject, restart) and an arrival schedule: update ``i`` arrives ``gap[i]``
 round boundaries after update ``i - 1`` did (0: together with it, so they are composed; a
 gap past the end of the running update: it arrives when the queue is idle).  The updates
@@ -13,11 +15,20 @@ materialisation of the final E: relations, explicit facts and counters must be e
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from generators import Program, Update, engine_facts, programs, render_program, updates
+from generators import (
+    AGG_NAMES,
+    Program,
+    Update,
+    aggregate_programs,
+    engine_facts,
+    programs,
+    render_program,
+    updates,
+)
 from gpu_engine.host.reasoner import Reasoner
 from gpu_engine.host.update_queue import INTERLEAVE_ALGORITHMS, POLICIES, reasoner_queue
 from hypothesis import HealthCheck, settings
@@ -66,6 +77,16 @@ class Outcome:
     def interleaved(self) -> int:
         return sum(s.interleaved for s in self.stats)
 
+    @property
+    def refused(self) -> list[str]:
+        """The reasons arrivals could not join a running update (each once per update)."""
+        return [why for s in self.stats for why in s.refused]
+
+    @property
+    def modules(self) -> bool:
+        """Whether an update ran TC/STC modules (DRed^c-MOD)."""
+        return any(s.modules for s in self.stats)
+
 
 def _reasoner(program: Program, modules: str) -> Reasoner:
     r = Reasoner(render_program(program), device="cpu", counting=True, modules=modules)
@@ -76,11 +97,44 @@ def _reasoner(program: Program, modules: str) -> Reasoner:
 
 
 @st.composite
+def module_programs(draw: Any) -> Program:
+    """A transitive (or symmetric-transitive) closure ``p`` of ``e`` in the doubly recursive
+    form that DRed^c-MOD runs as a TC/STC module (paper 002), and a stratum ``q`` above it
+    reading ``p`` with ``f`` (positive or negated): changes of ``e`` arriving while ``q``
+    is maintained reach a finished module stratum."""
+    from generators import NUMBER, Neg, Relation
+    from generators import Atom as A
+    from generators import Rule as R
+    from generators import Var as V
+
+    e, p = Relation("e", (NUMBER, NUMBER)), Relation("p", (NUMBER, NUMBER))
+    f, q = Relation("f", (NUMBER,)), Relation("q", (NUMBER, NUMBER))
+    x, y, z = V("x"), V("y"), V("z")
+    rules = [R(A("p", (x, z)), (A("e", (x, z)),)),
+             R(A("p", (x, z)), (A("p", (x, y)), A("p", (y, z))))]
+    if draw(st.booleans()):
+        rules.append(R(A("p", (y, x)), (A("p", (x, y)),)))
+    guard = A("f", (y,))
+    rules.append(R(A("q", (x, y)), (A("p", (x, y)), Neg(guard) if draw(st.booleans())
+                                    else guard)))
+    node = st.integers(0, 6)
+    edges = draw(st.lists(st.tuples(node, node), min_size=2, max_size=10, unique=True))
+    marks = draw(st.lists(st.tuples(node), max_size=4, unique=True))
+    return Program(relations=(e, f, p, q), rules=tuple(rules),
+                   facts={"e": edges, "f": marks})
+
+
+@st.composite
 def cases(draw: Any, max_updates: int = 10, gap_max: int = 8,
           policies: tuple[str, ...] = POLICIES) -> Case:
     """A program, 3-``max_updates`` updates and a schedule (updates drawn against the
     explicit facts as they evolve, so they delete present facts and re-insert deleted ones)."""
-    program = draw(programs(max_relations=4, max_rules=5, max_facts=12))
+    family = draw(st.integers(0, 7))  # a quarter with aggregates, an eighth TC/STC-shaped
+    program = draw(aggregate_programs() if family < 2 else module_programs() if family == 2
+                   else programs(max_relations=4, max_rules=5, max_facts=12))
+    # updates change the relations no aggregate defines
+    updatable = replace(program, relations=tuple(r for r in program.relations
+                                                 if r.name not in AGG_NAMES))
     policy = draw(st.sampled_from(policies))
     algorithm = draw(st.sampled_from(INTERLEAVE_ALGORITHMS if policy == "interleave"
                                      else ALGORITHMS))
@@ -91,7 +145,7 @@ def cases(draw: Any, max_updates: int = 10, gap_max: int = 8,
         explicit[name] |= set(rows)
     ups: list[Update] = []
     for _ in range(draw(st.integers(3, max_updates))):
-        u = draw(updates(program, explicit, explicit, max_relations=2, max_rows=4))
+        u = draw(updates(updatable, explicit, explicit, max_relations=2, max_rows=4))
         ups.append(u)
         for name, rows in u.delete.items():
             explicit[name] -= set(rows)
@@ -185,8 +239,6 @@ def check(case: Case) -> Outcome | None:
 
 
 def _with_explicit(program: Program, explicit: dict[str, set]) -> Program:
-    from dataclasses import replace
-
     arity = {rel.name: rel.arity for rel in program.relations}
     return replace(program, facts={n: sorted(rows, key=repr) for n, rows in explicit.items()
                                    if rows and arity[n]},

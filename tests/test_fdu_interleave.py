@@ -145,3 +145,55 @@ def test_differential_interleaved(case: Case) -> None:
 def test_exhaustive_small_interleaved() -> None:
     """One fixed case, the second and third update arriving at every boundary."""
     exhaustive_small(("dredc", "dred", "bfc", "bf"), ("interleave",))
+
+
+REFUSALS = {
+    "module": (""".decl e(x:number, y:number) .decl f(x:number) .decl p(x:number, y:number)
+.decl r(x:number, y:number) .output r
+p(x, y) :- e(x, y). p(x, z) :- p(x, y), p(y, z). r(x, y) :- p(x, y), f(y).""",
+               "TC/STC module"),
+    "aggregate": (""".decl e(x:number, y:number) .decl f(x:number) .decl c(x:number, n:number)
+.decl r(x:number, n:number) .output r
+c(x, n) :- e(x, _), n = count : { e(x, _) }. r(x, n) :- c(x, n), f(x).""", "aggregate"),
+}
+
+
+@pytest.mark.parametrize("fallback", ["restart", "wait"])
+@pytest.mark.parametrize("kind", sorted(REFUSALS))
+def test_refused_into_finished_module_or_aggregate(kind: str, fallback: str) -> None:
+    """A deletion of e arrives at every boundary of an update of f, in turn; where it
+    would reach a finished TC module or aggregate stratum the step is refused, the reason
+    is in ``UpdateStats.refused`` and the update restarts (or the deletion waits); the
+    result equals sequential application."""
+    prog, reason = REFUSALS[kind]
+    edges = np.array([[i, i + 1] for i in range(6)] + [[0, 3], [2, 5]])
+    seen_reasons: set[str] = set()
+    for at in range(1, 8):
+        r = Reasoner(prog, device="cpu", counting=True, modules="auto")
+        r.add_facts("e", edges)
+        r.add_facts("f", np.array([[1], [3]]))
+        r.materialise()
+        q = reasoner_queue(r, policy="interleave", algorithm="dredc", background=False,
+                           interleave_fallback=fallback)
+        late = [({}, {"e": r._encode("e", np.array([[1, 2], [0, 3]]))})]
+        count = {"b": 0}
+
+        def hook(_p, late=late, count=count, q=q, at=at):
+            count["b"] += 1
+            if count["b"] == at and late:
+                q.submit(*late.pop())
+
+        q.on_boundary = hook
+        q.submit({"f": r._encode("f", np.array([[2], [5], [0]]))})
+        stats = q.drain()
+        if late:
+            q.submit(*late.pop())
+            stats += q.drain()
+        for s in stats:
+            seen_reasons |= set(s.refused)
+        ref = Reasoner(prog, device="cpu", counting=True, modules="auto")
+        ref.add_facts("e", np.array([x for x in edges.tolist() if x not in ([1, 2], [0, 3])]))
+        ref.add_facts("f", np.array([[1], [3], [2], [5], [0]]))
+        ref.materialise()
+        assert r.relation("r").equals(ref.relation("r")), at
+    assert any(reason in why for why in seen_reasons), seen_reasons

@@ -157,17 +157,19 @@ def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
     assert not (store / ".stream").exists() or not list((store / ".stream").iterdir())
 
 
-def test_lock_holder_killed_during_a_composed_update(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fdu", ["wait", "interleave"])
+def test_lock_holder_killed_during_a_composed_update(tmp_path: Path, fdu: str) -> None:
     """Two spooled updates; the process that takes the lock is killed at once (kill -9):
     the other one finishes and the store holds base + B, or base + A + B when A's composed
-    commit got through, never a partial state."""
+    commit got through, never a partial state (also when arrivals join the running update,
+    ``--fdu interleave``)."""
     store = _store(tmp_path)
     a = _dir(tmp_path / "a", {"edge.facts": "5\t6\n"})
     b = _dir(tmp_path / "b", {"edge.facts": "6\t7\n"})
     with store_lock(store):
-        pa_ = _update(store, "--insert", a)
+        pa_ = _update(store, "--insert", a, "--fdu", fdu)
         _wait_entries(store, 1)
-        pb = _update(store, "--insert", b)
+        pb = _update(store, "--insert", b, "--fdu", fdu)
         _wait_entries(store, 2)
     time.sleep(0.3)
     pa_.send_signal(signal.SIGKILL)

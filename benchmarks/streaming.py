@@ -1,27 +1,36 @@
 """Streaming updates (issue 17, paper 004): micro-batches arriving faster than they are served.
 
     python -m benchmarks.streaming [--case dag|lubm|all] [--batches 200] [--size 100]
-                                   [--churn 0.3] [--speedup 4] [--device cpu|gpu|auto]
-                                   [--modes sequential,wait,inject,restart] [--out FILE]
+                                   [--churn 0.3] [--speedup 4] [--repeats 3]
+                                   [--device cpu|gpu|auto] [--modes sequential,wait,...]
+                                   [--gc-freeze] [--quiet] [--out FILE]
 
 A stream of ``--batches`` micro-batches of ``--size`` edits each over the case's EDB
 relation: a share ``--churn`` of every batch removes facts the stream added within the last
 five batches; the rest are half insertions (from a held-out tenth of the data set, so
 insertions are realistic facts) and half deletions of facts of the initial E.
 
-* ``sequential``: every batch is one ``Reasoner.update``, strictly one after another (the
-  measured service times give the mean service time of one batch, ``service_s``).  Arrival
-  to visible is simulated from the measured service times with the same arrivals as below.
-* ``wait``, ``inject``, ``restart``: the same batches are submitted by a feeder thread with
-  ``Reasoner.submit`` at a rate ``--speedup`` times the sequential service rate; the update
-  queue (``host/update_queue.py``) composes what is pending (``wait``), also injects
-  insertions into a running insertion phase (``inject``) or aborts on deletions
-  (``restart``).  Delay = ``visible_at - submitted_at`` of each handle.
+Every repeat runs, from the same saved materialisation:
 
-Each mode starts from the same materialisation (saved once to a temporary store) and ends
-with the relation sizes compared with the sequential run (``matches_sequential``).  A last
-line checks that a queue that cancels itself (a batch inserted and deleted while another
-update runs) runs no round.  One JSON line per case and mode.
+* ``sequential``: every batch is one ``Reasoner.update``, strictly one after another; its
+  mean service time sets this repeat's arrival interval (``service / --speedup``), and
+  its delays are simulated from the measured service times (``unloaded_sim_*``: the same
+  at half the service rate).
+* ``unloaded``: the queue (``wait``) with arrivals at *half* the sequential service rate:
+  the measured delay of the stream without overload (``unloaded+freeze_gc=1`` as well
+  when a mode freezes the collector; each mode is compared with the one of its setting).
+* each mode (a queue policy with options, ``policy+key=value+...``): a feeder thread
+  submits the batches with ``Reasoner.submit`` every arrival interval; delay =
+  ``visible_at - submitted_at``.  Modes run in an order rotated per repeat.
+
+A mode's line: throughput against sequential, p50/p99 delay, ``p99_over_unloaded_p99``,
+``busy_fraction`` (share of the stream's time spent applying updates: near 1 the queue is
+at capacity), ``per_batch_update_s``, and for the slowest 1 % of the batches their own
+update's time, the time waiting, the garbage collection inside their window, how many
+batches their update composed and how many attempts it aborted.  After the repeats, one
+``"summary"`` line per mode gives the medians.  The relation sizes are compared with the
+sequential run (``matches_sequential``); a last line checks that a queue that cancels
+itself runs no round.
 """
 
 from __future__ import annotations
@@ -41,9 +50,12 @@ import pyarrow as pa
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODES = ("sequential", "wait", "inject", "restart",
-         "interleave+interleave_seconds=service+interleave_fallback=wait")
+         "interleave+interleave_seconds=service+interleave_fallback=wait",
+         "wait+freeze_gc=1", "inject+admit_seconds=service+freeze_gc=1",
+         "restart+admit_seconds=service+freeze_gc=1",
+         "interleave+admit_seconds=service+interleave_fallback=wait+freeze_gc=1")
 # a mode is a queue policy, optionally with options: "wait+max_batches=4",
-# "interleave+interleave_seconds=service" ("service": the measured mean service time)
+# "inject+admit_seconds=service" ("service": the measured mean service time), "freeze_gc=1"
 
 
 def load_case(name: str, dag: tuple[int, int] = (10_000, 100_000)
@@ -129,14 +141,17 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     gap = None
     warm = data.take(pa.array(stream[0][0][:1]))
     modes = [m for m in args.modes if m != "sequential"]
+    # the unloaded reference of each mode is measured with the same collector setting
+    unloaded_modes = ["unloaded"] + (["unloaded+freeze_gc=1"]
+                                     if any("freeze_gc" in m for m in modes) else [])
     for rep in range(args.repeats):
         seq: dict[str, Any] | None = None
-        unloaded: dict[str, Any] | None = None
+        unloaded: dict[str, dict[str, Any]] = {}
         # sequential first (its mean service sets this repeat's arrival rate), then the
         # measured unloaded run, then each mode, in an order rotated per repeat (drift in
         # the machine's load spreads over all modes)
-        order = ["sequential", "unloaded", *(modes[rep % len(modes):]
-                                             + modes[: rep % len(modes)])]
+        order = ["sequential", *unloaded_modes, *(modes[rep % len(modes):]
+                                                  + modes[: rep % len(modes)])]
         for mode in order:
             r = open_store(tmp / "store", device=args.device)
             r.update(insert={edb: warm})  # untimed: the first commit copies mapped counters
@@ -157,26 +172,27 @@ def run_case(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 assert seq is not None and gap is not None
                 # "unloaded": the same stream served by the queue (wait) with arrivals at
                 # half the service rate: what a batch's delay is without overload
-                policy, options = (("wait", {}) if mode == "unloaded"
-                                   else _mode_options(mode, seq["service_s"]))
-                mgap = args.speedup * gap * 2 if mode == "unloaded" else gap
+                policy, options = _mode_options(mode.replace("unloaded", "wait"),
+                                                seq["service_s"])
+                mgap = args.speedup * gap * 2 if mode.startswith("unloaded") else gap
                 line = _queued(r, edb, batches, mgap, policy, options)
                 line["matches_sequential"] = _sizes(r) == want
                 line["throughput_vs_sequential"] = round(
                     line["throughput_batches_per_s"] / seq["throughput_batches_per_s"], 2)
                 line["p99_over_service"] = round(line["delay_p99_s"] / seq["service_s"], 2)
-                if mode == "unloaded":
-                    unloaded = line
+                if mode.startswith("unloaded"):
+                    unloaded[mode] = line
                 else:
-                    assert unloaded is not None
+                    ref = unloaded["unloaded+freeze_gc=1" if "freeze_gc" in mode
+                                   else "unloaded"]
                     line["p99_over_unloaded_p99"] = round(
-                        line["delay_p99_s"] / unloaded["delay_p99_s"], 2)
+                        line["delay_p99_s"] / ref["delay_p99_s"], 2)
             if args.gc_freeze:
                 gc.unfreeze()
             line = {**common, "mode": mode, "repeat": rep, **line}
             lines.append(line)
             _emit(line, args.out, args.quiet)
-    for mode in ["sequential", "unloaded", *modes]:  # medians over the repeats
+    for mode in ["sequential", *unloaded_modes, *modes]:  # medians over the repeats
         mine = [x for x in lines if x["mode"] == mode]
         med = {k: round(float(np.median([x[k] for x in mine])), 4) for k in mine[0]
                if k not in common and k not in ("repeat", "mode")

@@ -145,3 +145,35 @@ def test_differential_schedules(case: Case) -> None:
 def test_differential_exhaustive_small() -> None:
     """One fixed case, the second and third update arriving at every boundary."""
     exhaustive_small(("dredc", "dred", "bfc"), ("inject", "restart"))
+
+
+def test_admission_window_and_frozen_gc() -> None:
+    """``admit_seconds=0``: arrivals never join the running update (they run next, the
+    result is the same); ``freeze_gc``: the collector's permanent generation holds the
+    loaded engine until the queue is closed."""
+    import gc
+
+    prog = """.decl e(x:number, y:number) .decl p(x:number, y:number) .output p
+    p(x, y) :- e(x, y). p(x, z) :- p(x, y), e(y, z)."""
+    r = Reasoner(prog, device="cpu", counting=True, modules="off")
+    r.add_facts("e", np.array([[0, 1]]))
+    r.materialise()
+    q = reasoner_queue(r, policy="inject", background=False, admit_seconds=0.0,
+                       freeze_gc=True)
+    assert gc.get_freeze_count() > 0
+    extra = [r._encode("e", np.array([[i, i + 1]])) for i in range(10, 14)]
+
+    def hook(p):
+        if p.phase == "insert" and extra:
+            q.submit({"e": extra.pop(0)})
+
+    q.on_boundary = hook
+    q.submit({"e": r._encode("e", np.array([[i, i + 1] for i in range(1, 8)]))})
+    stats = q.drain()
+    assert stats[0].injected == 0 and len(stats) >= 2
+    q.close()
+    assert gc.get_freeze_count() == 0
+    ref = Reasoner(prog, device="cpu", counting=True, modules="off")
+    ref.add_facts("e", np.array([[i, i + 1] for i in [*range(0, 8), *range(10, 14)]]))
+    ref.materialise()
+    assert r.relation("p").equals(ref.relation("p"))

@@ -126,18 +126,20 @@ def module_programs(draw: Any) -> Program:
 
 @st.composite
 def cases(draw: Any, max_updates: int = 10, gap_max: int = 8,
-          policies: tuple[str, ...] = POLICIES) -> Case:
+          policies: tuple[str, ...] = POLICIES, family: str = "") -> Case:
     """A program, 3-``max_updates`` updates and a schedule (updates drawn against the
     explicit facts as they evolve, so they delete present facts and re-insert deleted ones)."""
-    family = draw(st.integers(0, 7))  # a quarter with aggregates, an eighth TC/STC-shaped
-    program = draw(aggregate_programs() if family < 2 else module_programs() if family == 2
+    # a quarter with aggregates, an eighth TC/STC-shaped (``family``: "modules" only those,
+    # run by DRed^c with modules on)
+    kind = 2 if family == "modules" else draw(st.integers(0, 7))
+    program = draw(aggregate_programs() if kind < 2 else module_programs() if kind == 2
                    else programs(max_relations=4, max_rules=5, max_facts=12))
     # updates change the relations no aggregate defines
     updatable = replace(program, relations=tuple(r for r in program.relations
                                                  if r.name not in AGG_NAMES))
     policy = draw(st.sampled_from(policies))
-    algorithm = draw(st.sampled_from(INTERLEAVE_ALGORITHMS if policy == "interleave"
-                                     else ALGORITHMS))
+    algorithm = "dredc" if family == "modules" else draw(st.sampled_from(
+        INTERLEAVE_ALGORITHMS if policy == "interleave" else ALGORITHMS))
     if algorithm == "counting":
         program = non_recursive(program)
     explicit = {rel.name: set() for rel in program.relations}
@@ -152,7 +154,8 @@ def cases(draw: Any, max_updates: int = 10, gap_max: int = 8,
         for name, rows in u.insert.items():
             explicit[name] |= set(rows)
     gaps = [0] + [draw(st.sampled_from([0, 1, 2, 3, 4, 6, NEVER])) for _ in ups[1:]]
-    return Case(program, ups, algorithm, draw(st.sampled_from(["auto", "off"])), policy, gaps)
+    modules = "auto" if family == "modules" else draw(st.sampled_from(["auto", "off"]))
+    return Case(program, ups, algorithm, modules, policy, gaps)
 
 
 def sequential(case: Case) -> Reasoner | None:

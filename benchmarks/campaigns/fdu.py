@@ -9,7 +9,8 @@ updates composed / injected, attempts aborted, interleaving steps, cases with ag
 relations or TC/STC modules, refusals by kind (``refused_aggregate``: a finished aggregate
 stratum, ``refused_TC_STC``: a finished module, ``refused_negates``, ...), failures with
 reproducers.  ``FDU_POLICIES`` (a comma list, e.g. ``interleave``) restricts the queue
-policies drawn (``make fuzz-fdu-interleave``).
+policies drawn (``make fuzz-fdu-interleave``); ``FDU_FAMILY=modules`` draws only TC/STC-shaped
+programs run by DRed^c with modules on.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 from .common import Campaign, CaseTimeout, DrawRejected, cli_args, draw, time_limit
 
 CASE_SECONDS = 120.0
-REFUSAL_KINDS = ("aggregate", "TC/STC module", "subsumption", "negates", "deletes",
-                 "done or an aggregate")
+REFUSAL_KINDS = ("done or an aggregate", "TC/STC module", "aggregate", "subsumption", "negates",
+                 "deletes")
 
 
 def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
@@ -32,15 +33,18 @@ def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
     from generators import AGG_NAMES
 
     policies = tuple(p for p in os.environ.get("FDU_POLICIES", "").split(",") if p) or POLICIES
-    c = Campaign("fuzz-fdu" if policies == POLICIES else f"fuzz-fdu[{','.join(policies)}]",
+    family = os.environ.get("FDU_FAMILY", "")  # "modules": TC/STC programs, DRed^c-MOD
+    c = Campaign(("fuzz-fdu" if policies == POLICIES else f"fuzz-fdu[{','.join(policies)}]")
+                 + (f"[{family}]" if family else ""),
                  seed, n)
     for s in range(seed, seed + n):
         try:
-            case = draw(cases(policies=policies), s)
+            case = draw(cases(policies=policies, family=family), s)
         except DrawRejected:
             c.count("rejected_draws")
             continue
-        env = "" if policies == POLICIES else f"FDU_POLICIES={','.join(policies)} "
+        env = ("" if policies == POLICIES else f"FDU_POLICIES={','.join(policies)} ") + (
+            f"FDU_FAMILY={family} " if family else "")
         repro = f"{env}python -m benchmarks.campaigns.fdu --seed {s} --n 1\n{case.describe()}"
         try:
             with time_limit(CASE_SECONDS):

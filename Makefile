@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave faults faults-gpu bench bench-incremental \
+.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
@@ -95,6 +95,12 @@ fuzz-fdu: $(STAMP)
 ##   Algorithm 1; deletions join a running update) against sequential application
 fuzz-fdu-interleave: $(STAMP)
 	FDU_POLICIES=interleave $(PY) -m benchmarks.campaigns.fdu --n $(or $(N),1000) \
+	  --seed $(or $(SEED),0) --out benchmarks/results/fuzz_fdu.jsonl
+
+## fuzz-fdu-modules: N schedules (default 500) of TC/STC-shaped programs under DRed^c-MOD
+##   (modules on), every policy, against sequential application
+fuzz-fdu-modules: $(STAMP)
+	FDU_FAMILY=modules $(PY) -m benchmarks.campaigns.fdu --n $(or $(N),500) \
 	  --seed $(or $(SEED),0) --out benchmarks/results/fuzz_fdu.jsonl
 
 ## faults: N injected faults (default 210: SIGKILL, ENOSPC on a tmpfs, EIO, read-only

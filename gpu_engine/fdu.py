@@ -158,13 +158,22 @@ def at_boundary(u: Any, phase: str, s: Any, rnd: int,
     inject = interleave = None
     if cand is not None and u.new_explicit is not None:
         def inject(enc: Encoded) -> bool:
-            return _inject(u, s, enc, cand, counters)
+            return _said(point, u, _inject(u, s, enc, cand, counters))
     if phase in ("start", "insert") and u.new_explicit is not None:
         def interleave(ins: Encoded, dele: Encoded) -> bool:
             from .fdu_interleave import interleave as run
 
-            return run(u, s, phase, ins, dele, cand, counters)
-    hook(RoundPoint(phase, s.index, rnd, inject, interleave))
+            return _said(point, u, run(u, s, phase, ins, dele, cand, counters))
+    point = RoundPoint(phase, s.index, rnd, inject, interleave)
+    hook(point)
+
+
+def _said(point: RoundPoint, u: Any, ok: bool) -> bool:
+    """On a refusal, ``point.extra["refused"]``: the reason the engine gave."""
+    if not ok:
+        point.extra["refused"] = getattr(u, "fdu_refused", "") or "refused"
+        u.fdu_refused = ""
+    return ok
 
 
 def _inject(u: Any, s: Any, enc: Encoded, cand: dict[str, list[Any]], counters: bool) -> bool:
@@ -181,6 +190,7 @@ def _inject(u: Any, s: Any, enc: Encoded, cand: dict[str, list[Any]], counters: 
     rows: dict[str, Any] = {}
     for name, (cols, n) in enc.items():
         if name not in u.arity:
+            u.fdu_refused = f"relation {name} is not in the program"
             return False
         k = u.arity[name]
         if not n:
@@ -188,12 +198,15 @@ def _inject(u: Any, s: Any, enc: Encoded, cand: dict[str, list[Any]], counters: 
         dev = tuple(be.asarray(np.asarray(c, dtype=np.int64)[:n]) for c in cols)
         r = RowSet.from_columns(be, dev, k, n_rows=n)
         if len(u.e_minus[name]) and bool(u.e_minus[name].has(r).any()):
-            return False  # touches a fact being deleted: wait or restart
+            u.fdu_refused = "an addition touches a fact the running update deletes"
+            return False  # wait or restart
         r = r.select(~u.new_explicit[name].has(r))  # already explicit: nothing to do
         if not len(r):
             continue
         t = stratum_of.get(name)
         if t is None or t.index < s.index or t.aggregate is not None:
+            u.fdu_refused = (f"relation {name}'s stratum is done or an aggregate's: only "
+                             "the interleave policy redoes finished strata")
             return False
         rows[name] = r
     for name, r in rows.items():

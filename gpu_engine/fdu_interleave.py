@@ -145,11 +145,12 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
     changed gets the same step as ``s`` (closure, rederivation, insertions) followed by its
     own seminaive fixpoint, and its net change is the next strata's input change."""
     if phase not in ("start", "insert") or u.new_explicit is None:
-        return False
+        return _refuse(u, f"a {phase} boundary takes no arrivals")
     counters = True  # the counters the update keeps (its level) are maintained, at any boundary
-    if phase == "insert" and (cand is None or s.aggregate is not None or s.subsumptions
-                              or s.index in u.modules):
-        return False
+    if phase == "insert":
+        why = _unsupported(u, s)
+        if cand is None or why:
+            return _refuse(u, f"the running stratum {s.index} {why or 'has no candidates'}")
     stratum_of = {r: t for t in u.strata for r in t.relations}
     hi = s.index if phase == "start" else s.index + 1  # strata below hi have begun
     later: dict[str, tuple[RowSet, RowSet]] = {}
@@ -157,7 +158,7 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
     for name in dict.fromkeys((*ins, *dele)):
         t = stratum_of.get(name)
         if t is None:
-            return False
+            return _refuse(u, f"relation {name} is in no stratum")
         ne = u.new_explicit[name]
         ri = _rows(u, ins, name) if name in ins else RowSet.empty(u.be, u.arity[name])
         rd = _rows(u, dele, name) if name in dele else RowSet.empty(u.be, u.arity[name])
@@ -166,8 +167,8 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
         if len(ri) or len(rd):
             (later if t.index >= hi else begun)[name] = (ri, rd)
     affected = _affected(u, begun, stratum_of, hi)
-    if affected is None:
-        return False
+    if isinstance(affected, str):
+        return _refuse(u, affected)
     if not (later or begun):
         return True
     _explicit(u, {**later, **begun})
@@ -208,22 +209,53 @@ def interleave(u: Any, s: Any, phase: str, ins: Encoded, dele: Encoded,
     return True
 
 
+def _refuse(u: Any, why: str) -> bool:
+    """Refuse an interleaving step (nothing changed); the reason is kept for the queue."""
+    u.fdu_refused = why
+    return False
+
+
+def _unsupported(u: Any, t: Any) -> str:
+    """Why stratum ``t``, once begun, cannot take an interleaving step ("" if it can).
+
+    * An aggregate is recomputed per group from its whole input, not maintained over the
+      applied instances the closure follows (remedy (d) has no meaning for it).
+    * A TC/STC module (DRed^c-MOD, paper 002) keeps module state beside the facts (X_R, the
+      STC module's components) and no recursive counters; a step over rule instances would
+      leave that state behind.
+    * Subsumption deletes facts when a better one arrives: not monotone, so the closure's
+      invariant (the state ⊆ mat(E_now)) does not carry over.
+    Each of these strata takes the change when it has not begun (it is composed into its
+    E⁺/E⁻ and its input change is read from the state), so the refusal concerns only
+    strata already begun; the queue then restarts the update or lets the change wait."""
+    if t.aggregate is not None:
+        return "is an aggregate's (recomputed per group, not over applied instances)"
+    if t.index in u.modules:
+        return "is a TC/STC module (its module state is kept by DRed^c-MOD only)"
+    if t.subsumptions:
+        return "has subsumption (not monotone)"
+    return ""
+
+
 def _affected(u: Any, begun: dict[str, tuple[RowSet, RowSet]], stratum_of: dict[str, Any],
-              hi: int) -> list[Any] | None:
-    """The begun strata (index below ``hi``) the change reaches, in order, or None when
-    one of them cannot take it (an aggregate, TC/STC modules, subsumption, a negation of
-    a changed relation)."""
+              hi: int) -> list[Any] | str:
+    """The begun strata (index below ``hi``) the change reaches, in order, or the reason
+    why one of them cannot take it (an aggregate, TC/STC modules, subsumption, a negation
+    of a changed relation)."""
     changed = set(begun)
     out = []
     for t in sorted((t for t in u.strata if t.index < hi), key=lambda t: t.index):
         mine = changed & set(t.relations)
         if not (mine or changed & t.reads):
             continue
-        if t.aggregate is not None or t.index in u.modules or t.subsumptions:
-            return None
-        if any(isinstance(lit, Negation) and lit.atom.relation in changed
-               for rule in t.rules for lit in rule.body):
-            return None
+        why = _unsupported(u, t)
+        if why:
+            return f"stratum {t.index} ({', '.join(t.relations)}), done, {why}"
+        neg = sorted({lit.atom.relation for rule in t.rules for lit in rule.body
+                      if isinstance(lit, Negation) and lit.atom.relation in changed})
+        if neg:
+            return (f"stratum {t.index} ({', '.join(t.relations)}), done, negates the "
+                    f"changed {', '.join(neg)}")
         changed |= set(t.relations)
         out.append(t)
     return out

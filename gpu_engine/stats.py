@@ -103,6 +103,9 @@ class UpdateStats:
     aborted: int = 0
     restarted: int = 0
     interleaved: int = 0
+    # why arrivals could not join the running update (each reason once; they then
+    # restarted it or waited): an aggregate or TC/STC module stratum already done, ...
+    refused: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     upd.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     upd.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)
+    upd.add_argument("--fdu", choices=["wait", "inject", "restart", "interleave"],
+                     default="wait",
+                     help="updates of other processes spooled while this one runs (paper 004): "
+                          "'wait' for the next commit (default), or join the running update "
+                          "('inject' insertions, 'restart' it, 'interleave' deletions too); "
+                          "all are committed as one version")
     upd.add_argument("--stats", action="store_true", help="print the update statistics")
     upd.add_argument("--stats-json", metavar="FILE", help="write the statistics as JSON")
     upd.add_argument("-p", "--profile", metavar="FILE",
@@ -552,7 +558,7 @@ def _update(args: argparse.Namespace) -> int:
                 progress.status("updating")  # reads, composes and applies every spooled update
                 stats, applied = spool.apply_spool(
                     r, args.store, entry, lambda rr, d, fmt: _read_update_facts(rr, str(d), fmt),
-                    (args.insert, args.delete))
+                    (args.insert, args.delete), policy=args.fdu)
                 marks["read_facts"] = marks["update"] = time.perf_counter()  # reading included
                 outputs = _render_outputs(r, args.output, args.format) if args.output else None
                 marks["render"] = time.perf_counter()
@@ -723,6 +729,8 @@ def _print_update_stats(stats: Any, total_s: float) -> None:
         t.add_row("modules", ", ".join(stats.modules))
     if stats.note:
         t.add_row("note", stats.note)
+    for why in getattr(stats, "refused", []):  # arrivals that could not join (--fdu)
+        t.add_row("refused", why)
     console.print(t)
     _print_oom(console, stats)
 

@@ -154,34 +154,62 @@ def settle(store: str | Path, applied: list[str]) -> None:
     _tidy(store)
 
 
+def _key(opts: dict[str, Any]) -> tuple[Any, Any]:
+    return opts.get("algorithm"), opts.get("modules")
+
+
+def _read_entry(r: Any, store: str | Path, name: str, own: str,
+                read: Callable[[Any, Path, str], dict[str, Any]],
+                own_dirs: tuple[str | None, str | None]) -> tuple[dict[str, Any], Any] | None:
+    """(options, change) of a spooled entry; None when another process's facts cannot be
+    read (left for its own process, which reports the error)."""
+    d = spool_dir(store) / name
+    try:
+        opts = json.loads((d / "options.json").read_text())
+        fmt = opts.get("format", "file")
+        if name == own:
+            change = tuple(read(r, Path(src), fmt) if src is not None else {}
+                           for src in own_dirs)
+        else:
+            change = tuple(read(r, d / part, fmt) if (d / part).is_dir() else {}
+                           for part in ("insert", "delete"))
+    except Exception:
+        if name == own:
+            raise
+        return None
+    return opts, change
+
+
 def apply_spool(r: Any, store: str | Path, own: str,
                 read: Callable[[Any, Path, str], dict[str, Any]],
-                own_dirs: tuple[str | None, str | None] = (None, None)
+                own_dirs: tuple[str | None, str | None] = (None, None),
+                policy: str = "wait",
+                arrivals: Callable[[], None] | None = None
                 ) -> tuple[UpdateStats, list[str]]:
     """Compose and apply every pending entry (``own`` included) to ``r``; returns the stats
     of the update holding ``own`` and the names applied (to record in the commit).
     ``read(r, directory, format)`` reads and encodes one fact directory; the own entry is
-    read from ``own_dirs`` (its original directories: errors name the user's files)."""
+    read from ``own_dirs`` (its original directories: errors name the user's files).
+
+    ``policy`` (``gpu-engine update --fdu``) says what happens to entries spooled while an
+    update runs: ``wait`` (they wait for the next lock holder), or ``inject``, ``restart``,
+    ``interleave``: the spool is polled at the running update's round boundaries and new
+    entries with the same options join the update queue (``host/update_queue.py``) of this
+    process, whose policy injects, restarts or interleaves them; what does not join runs
+    next, under the same lock, and everything is committed as one version.  ``arrivals``
+    (tests) is called at every boundary before the spool is polled."""
+    if policy != "wait":
+        return _apply_queued(r, store, own, read, own_dirs, policy, arrivals)
     from gpu_engine.maintenance import apply_update
 
-    d = spool_dir(store)
     arity = {n: rel.arity for n, rel in r.program.relations.items()}
     groups: list[tuple[tuple[Any, Any], list[tuple[str, Any]]]] = []
     for name in _pending(store):
-        opts = json.loads((d / name / "options.json").read_text())
-        fmt = opts.get("format", "file")
-        try:
-            if name == own:
-                change = tuple(read(r, Path(src), fmt) if src is not None else {}
-                               for src in own_dirs)
-            else:
-                change = tuple(read(r, d / name / part, fmt) if (d / name / part).is_dir()
-                               else {} for part in ("insert", "delete"))
-        except Exception:
-            if name == own:
-                raise
-            continue  # left for its own process, which reports the error
-        key = (opts.get("algorithm"), opts.get("modules"))
+        got = _read_entry(r, store, name, own, read, own_dirs)
+        if got is None:
+            continue
+        opts, change = got
+        key = _key(opts)
         if groups and groups[-1][0] == key:
             groups[-1][1].append((name, change))
         else:
@@ -205,6 +233,106 @@ def apply_spool(r: Any, store: str | Path, own: str,
             applied.append(name)
             if name == own:
                 own_stats = stats
+    r._spool_results = results
+    assert own_stats is not None
+    return own_stats, applied
+
+
+POLL_SECONDS = 0.005  # the spool is listed at most this often during an update
+
+
+class _Group:
+    """Consecutive spool entries with the same options, applied through one update queue;
+    entries spooled meanwhile join it at round boundaries (``poll``)."""
+
+    def __init__(self, r: Any, store: str | Path, own: str,
+                 read: Callable[[Any, Path, str], dict[str, Any]],
+                 own_dirs: tuple[str | None, str | None], seen: set[str]) -> None:
+        self.r, self.store, self.own, self.read, self.own_dirs = r, store, own, read, own_dirs
+        self.seen = seen
+        self.key: tuple[Any, Any] | None = None
+        self.closed = False
+        self.last = 0.0
+        self.queue: Any = None
+        self.handles: list[tuple[str, Any]] = []
+        self.arrivals: Callable[[], None] | None = None
+        self.policy = "inject"
+
+    def take(self, names: list[str]) -> None:
+        """Read and submit ``names`` (spool order) until one has other options."""
+        for name in names:
+            got = _read_entry(self.r, self.store, name, self.own, self.read, self.own_dirs)
+            if got is None:
+                self.seen.add(name)
+                continue
+            opts, change = got
+            if self.key is None:
+                self.key = _key(opts)
+                self.start()
+            elif _key(opts) != self.key:
+                self.closed = True  # it and what follows wait for the next group
+                return
+            self.seen.add(name)
+            self.handles.append((name, self.queue.submit(*change, batch_id=name)))
+
+    def start(self) -> None:
+        from .update_queue import reasoner_queue
+
+        assert self.key is not None
+        algorithm, modules = self.key
+        if modules and modules != self.r.engine.modules:
+            self.r.engine.set_modules(modules)
+        self.queue = reasoner_queue(self.r, policy=self.policy, algorithm=algorithm,
+                                    background=False)
+        self.queue.on_boundary = self.poll
+
+    def poll(self, _point: Any) -> None:
+        """A round boundary of the running update: new spool entries join the queue."""
+        if self.arrivals is not None:
+            self.arrivals()
+        now = time.perf_counter()
+        if self.closed or now - self.last < POLL_SECONDS:
+            return
+        self.last = now
+        new = [n for n in _pending(self.store) if n not in self.seen]
+        if new:
+            self.take(new)
+
+
+def _apply_queued(r: Any, store: str | Path, own: str,
+                  read: Callable[[Any, Path, str], dict[str, Any]],
+                  own_dirs: tuple[str | None, str | None], policy: str,
+                  arrivals: Callable[[], None] | None) -> tuple[UpdateStats, list[str]]:
+    """``apply_spool`` with an update queue: entries spooled during an update join it by
+    ``policy``.  Entries are taken in spool order; one whose options differ from the
+    running group's closes the group (it and everything after it form the next group), so
+    the entries are applied in spool order, with the result of applying them one by one."""
+    seen: set[str] = set()
+    applied: list[str] = []
+    results: dict[str, UpdateStats] = {}
+    own_stats: UpdateStats | None = None
+    while True:
+        names = [n for n in _pending(store) if n not in seen]
+        if not names:
+            break
+        g = _Group(r, store, own, read, own_dirs, seen)
+        g.policy, g.arrivals = policy, arrivals
+        g.take(names)
+        if g.queue is None:
+            continue
+        while g.queue.pending:
+            try:
+                g.queue.drain()
+            except Exception:
+                if any(name == own and h.error is not None for name, h in g.handles):
+                    raise
+                # the engine is restored; their own processes report the error
+        for name, h in g.handles:
+            if h.error is None and h.stats is not None:
+                results[name] = h.stats
+                applied.append(name)
+                if name == own:
+                    own_stats = h.stats
     r._spool_results = results
     assert own_stats is not None
     return own_stats, applied

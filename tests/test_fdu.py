@@ -4,15 +4,12 @@ and abort-and-restart, the paper's Examples 1-4, and a small differential harnes
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from fdu_harness import NEVER, Case, cases, check
-from generators import Update
+from fdu_harness import CYCLE, SCHEDULES, Case, cases, check, exhaustive_small, run_schedule, state
 from gpu_engine.host.reasoner import Reasoner
 from gpu_engine.host.update_queue import reasoner_queue
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import given, note
 
 from gpu_engine.fdu import compose
 
@@ -43,67 +40,20 @@ def test_compose_last_writer_wins() -> None:
     assert "z" not in ins and "z" in dele
 
 
-PROP = """.decl a(x:number) .decl b(x:number) .decl c(x:number) .decl d(x:number)
-.output a .output b .output c .output d
-"""
-
-
-def _state(r: Reasoner) -> dict[str, set[int]]:
-    return {n: {row[0] for row in r.relation(n).to_pylist() for row in [list(row.values())]}
-            for n in "abcd"}
-
-
-def _run(program: str, init: dict[str, list[int]], ups: list[tuple[dict, dict]], policy: str,
-         at: int, algorithm: str | None = None):
-    """Materialise, submit ups[0]; ups[1:] arrive at the ``at``-th round boundary."""
-    r = Reasoner(PROP + program, device="cpu", counting=True)
-    for n, xs in init.items():
-        r.add_facts(n, np.array([[x] for x in xs], dtype=np.int64))
-    r.materialise()
-    q = reasoner_queue(r, policy=policy, algorithm=algorithm, background=False)
-    enc = [({n: r._encode(n, np.array([[x] for x in xs])) for n, xs in i.items()},
-            {n: r._encode(n, np.array([[x] for x in xs])) for n, xs in d.items()})
-           for i, d in ups]
-    seen = {"b": 0, "sent": at == 0}
-
-    def hook(_p):
-        seen["b"] += 1
-        if seen["b"] == at and not seen["sent"]:
-            seen["sent"] = True
-            for e in enc[1:]:
-                q.submit(*e)
-
-    q.on_boundary = hook
-    q.submit(*enc[0])
-    if at == 0:
-        for e in enc[1:]:
-            q.submit(*e)
-    stats = q.drain()
-    if not seen["sent"]:
-        seen["sent"] = True
-        for e in enc[1:]:
-            q.submit(*e)
-    stats += q.drain()
-    return r, stats
-
-
-CYCLE = "b(x) :- a(x). c(x) :- b(x). a(x) :- c(x).\n"
-
-
 @pytest.mark.parametrize("policy", ["wait", "inject", "restart"])
 @pytest.mark.parametrize("at", [0, 1, 2, 3, 5, 99])
 @pytest.mark.parametrize("algorithm", ["dredc", "dred", "bf", "bfc", "remat"])
 def test_example_1_invalid_addition(policy: str, at: int, algorithm: str) -> None:
     """A→B→C→A; U1 adds A, U2 deletes A before C is processed: the result is empty."""
-    r, stats = _run(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], policy, at, algorithm)
-    assert _state(r) == {"a": set(), "b": set(), "c": set(), "d": set()}
+    r, stats = run_schedule(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], policy, at, algorithm)
+    assert state(r) == {"a": set(), "b": set(), "c": set(), "d": set()}
     assert sum(s.composed for s in stats) == 2
 
 
 @pytest.mark.parametrize("policy", ["wait", "inject", "restart"])
 def test_example_1_composed_runs_no_round(policy: str) -> None:
     """U1 and U2 both queued before U1 starts: they cancel, no round runs."""
-    r, stats = _run(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], policy, 0)
+    r, stats = run_schedule(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], policy, 0)
     assert len(stats) == 1 and stats[0].composed == 2
     assert stats[0].rounds == 0 and stats[0].derivations == 0
 
@@ -111,9 +61,9 @@ def test_example_1_composed_runs_no_round(policy: str) -> None:
 @pytest.mark.parametrize("algorithm", ["dredc", "dred", "bf", "bfc"])
 def test_example_2_invalid_deletion(algorithm: str) -> None:
     """A→B→C→A, D→A; E = {A}; U = ({D}, {A}): everything holds (A not deleted via C→A)."""
-    r, _ = _run(CYCLE + "a(x) :- d(x).\n", {"a": [1]}, [({"d": [1]}, {"a": [1]})],
+    r, _ = run_schedule(CYCLE + "a(x) :- d(x).\n", {"a": [1]}, [({"d": [1]}, {"a": [1]})],
                 "inject", 99, algorithm)
-    assert _state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": {1}}
+    assert state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": {1}}
 
 
 @pytest.mark.parametrize("policy", ["wait", "inject", "restart"])
@@ -122,9 +72,9 @@ def test_example_2_invalid_deletion(algorithm: str) -> None:
 def test_example_3_deletion_without_derivation(policy: str, at: int, algorithm: str) -> None:
     """A→B, A→C, D→C; U1 = ({A, D}, ∅), U2 = (∅, {A}) mid-way: {C, D}, count(C) = 1."""
     prog = "b(x) :- a(x). c(x) :- a(x). c(x) :- d(x).\n"
-    r, _ = _run(prog, {}, [({"a": [1], "d": [1]}, {}), ({}, {"a": [1]})], policy, at,
+    r, _ = run_schedule(prog, {}, [({"a": [1], "d": [1]}, {}), ({}, {"a": [1]})], policy, at,
                 algorithm)
-    assert _state(r) == {"a": set(), "b": set(), "c": {1}, "d": {1}}
+    assert state(r) == {"a": set(), "b": set(), "c": {1}, "d": {1}}
     if algorithm != "dred":
         assert r.counters("c").column("c_nr").to_pylist() == [1]
 
@@ -136,8 +86,8 @@ def test_example_4_duplicate_derivation(policy: str, at: int, algorithm: str) ->
     """A→B, A→C; M = {A, B, C}; U1 deletes A, U2 re-adds it mid-way: {A, B, C} with
     count(B) = count(C) = 1."""
     prog = "b(x) :- a(x). c(x) :- a(x).\n"
-    r, _ = _run(prog, {"a": [1]}, [({}, {"a": [1]}), ({"a": [1]}, {})], policy, at, algorithm)
-    assert _state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": set()}
+    r, _ = run_schedule(prog, {"a": [1]}, [({}, {"a": [1]}), ({"a": [1]}, {})], policy, at, algorithm)
+    assert state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": set()}
     assert r.counters("b").column("c_nr").to_pylist() == [1]
     assert r.counters("c").column("c_nr").to_pylist() == [1]
 
@@ -182,12 +132,7 @@ def test_submit_in_the_background() -> None:
     assert hs[-1].stats.composed >= 1
 
 
-EXAMPLES = int(os.environ.get("FDU_EXAMPLES", "25"))
-
-
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                 HealthCheck.data_too_large])
+@SCHEDULES
 @given(case=cases(max_updates=5))
 def test_differential_schedules(case: Case) -> None:
     """Random programs, updates and arrival schedules: equal to sequential application."""
@@ -199,25 +144,36 @@ def test_differential_schedules(case: Case) -> None:
 
 def test_differential_exhaustive_small() -> None:
     """One fixed case, the second and third update arriving at every boundary."""
-    from generators import NUMBER, Program, Relation
-    from generators import Atom as A
-    from generators import Rule as R
-    from generators import Var as V
+    exhaustive_small(("dredc", "dred", "bfc"), ("inject", "restart"))
 
-    e, p = Relation("e", (NUMBER, NUMBER)), Relation("p", (NUMBER, NUMBER))
-    X, Y, Z = V("X"), V("Y"), V("Z")
-    prog = Program(relations=(e, p), rules=(
-        R(A("p", (X, Y)), (A("e", (X, Y)),)),
-        R(A("p", (X, Z)), (A("p", (X, Y)), A("e", (Y, Z))))),
-        facts={"e": [(i, i + 1) for i in range(6)]})
-    ups = [Update({"e": [(6, 7), (7, 8)]}, {"e": [(2, 3)]}),
-           Update({"e": [(2, 3), (8, 9)]}, {}),
-           Update({}, {"e": [(6, 7), (0, 1)]})]
-    for alg in ("dredc", "dred", "bfc"):
-        for policy in ("inject", "restart"):
-            for g1 in [0, 1, 2, 3, 4, 5, 6, 8, 10, NEVER]:
-                for g2 in [0, 1, 3, NEVER]:
-                    case = Case(prog, ups, alg, "off", policy, [0, g1, g2])
-                    out = check(case)
-                    assert out is not None and not out.problems, case.describe() + "\n" + \
-                        "\n".join(out.problems)
+
+def test_admission_window_and_frozen_gc() -> None:
+    """``admit_seconds=0``: arrivals never join the running update (they run next, the
+    result is the same); ``freeze_gc``: the collector's permanent generation holds the
+    loaded engine until the queue is closed."""
+    import gc
+
+    prog = """.decl e(x:number, y:number) .decl p(x:number, y:number) .output p
+    p(x, y) :- e(x, y). p(x, z) :- p(x, y), e(y, z)."""
+    r = Reasoner(prog, device="cpu", counting=True, modules="off")
+    r.add_facts("e", np.array([[0, 1]]))
+    r.materialise()
+    q = reasoner_queue(r, policy="inject", background=False, admit_seconds=0.0,
+                       freeze_gc=True)
+    assert gc.get_freeze_count() > 0
+    extra = [r._encode("e", np.array([[i, i + 1]])) for i in range(10, 14)]
+
+    def hook(p):
+        if p.phase == "insert" and extra:
+            q.submit({"e": extra.pop(0)})
+
+    q.on_boundary = hook
+    q.submit({"e": r._encode("e", np.array([[i, i + 1] for i in range(1, 8)]))})
+    stats = q.drain()
+    assert stats[0].injected == 0 and len(stats) >= 2
+    q.close()
+    assert gc.get_freeze_count() == 0
+    ref = Reasoner(prog, device="cpu", counting=True, modules="off")
+    ref.add_facts("e", np.array([[i, i + 1] for i in [*range(0, 8), *range(10, 14)]]))
+    ref.materialise()
+    assert r.relation("p").equals(ref.relation("p"))

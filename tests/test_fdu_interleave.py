@@ -7,15 +7,12 @@ differential run of the harness with the ``interleave`` policy (``make fuzz-fdu`
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from fdu_harness import NEVER, Case, cases, check
+from fdu_harness import CYCLE, SCHEDULES, Case, cases, check, exhaustive_small, run_schedule, state
 from gpu_engine.host.reasoner import Reasoner
 from gpu_engine.host.update_queue import reasoner_queue
-from hypothesis import HealthCheck, given, note, settings
-from test_fdu import CYCLE, _run, _state
+from hypothesis import given, note
 
 ALGS = ["dredc", "dred", "bf", "bfc"]
 ATS = [1, 2, 3, 4, 5, 6, 8]
@@ -27,7 +24,7 @@ def _counters(r: Reasoner, name: str) -> list[tuple]:
 
 
 def _sequential(program: str, init: dict, ups: list, algorithm: str) -> Reasoner:
-    r, _ = _run(program, init, ups, "wait", 10**6, algorithm)
+    r, _ = run_schedule(program, init, ups, "wait", 10**6, algorithm)
     return r
 
 
@@ -47,15 +44,16 @@ def test_example_1_interleaved(at: int, algorithm: str) -> None:
     """A→B→C→A; U1 adds A; U2 deletes A at boundary ``at``: ∅ (no invalid addition, no
     endless delete/re-add), and the deletion joined the running update."""
     ups = [({"a": [1]}, {}), ({}, {"a": [1]})]
-    r, stats = _run(CYCLE, {}, ups, "interleave", at, algorithm)
-    assert _state(r) == {"a": set(), "b": set(), "c": set(), "d": set()}
+    r, stats = run_schedule(CYCLE, {}, ups, "interleave", at, algorithm)
+    assert state(r) == {"a": set(), "b": set(), "c": set(), "d": set()}
     assert sum(s.composed for s in stats) == 2
     _same_counters(r, _sequential(CYCLE, {}, ups, algorithm), algorithm)
 
 
 def test_example_1_deletion_does_not_wait() -> None:
     """U2 arrives after B was derived: it is interleaved (one update, no restart)."""
-    r, stats = _run(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], "interleave", 3, "dredc")
+    r, stats = run_schedule(CYCLE, {}, [({"a": [1]}, {}), ({}, {"a": [1]})], "interleave", 3,
+                            "dredc")
     assert len(stats) == 1 and stats[0].interleaved == 1 and stats[0].aborted == 0
     assert stats[0].composed == 2
 
@@ -66,8 +64,8 @@ def test_example_2_interleaved(at: int, algorithm: str) -> None:
     """A→B→C→A, D→A; E = {A}; U1 = ({D}, ∅), then U2 = (∅, {A}): {A, B, C, D}."""
     prog = CYCLE + "a(x) :- d(x).\n"
     ups = [({"d": [1]}, {}), ({}, {"a": [1]})]
-    r, _ = _run(prog, {"a": [1]}, ups, "interleave", at, algorithm)
-    assert _state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": {1}}
+    r, _ = run_schedule(prog, {"a": [1]}, ups, "interleave", at, algorithm)
+    assert state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": {1}}
     _same_counters(r, _sequential(prog, {"a": [1]}, ups, algorithm), algorithm)
 
 
@@ -76,9 +74,9 @@ def test_example_2_interleaved(at: int, algorithm: str) -> None:
 def test_example_3_interleaved(at: int, algorithm: str) -> None:
     """A→B, A→C, D→C; U1 = ({A, D}, ∅), U2 = (∅, {A}) mid-way: {C, D}, count(C) = 1."""
     prog = "b(x) :- a(x). c(x) :- a(x). c(x) :- d(x).\n"
-    r, _ = _run(prog, {}, [({"a": [1], "d": [1]}, {}), ({}, {"a": [1]})], "interleave", at,
-                algorithm)
-    assert _state(r) == {"a": set(), "b": set(), "c": {1}, "d": set() | {1}}
+    r, _ = run_schedule(prog, {}, [({"a": [1], "d": [1]}, {}), ({}, {"a": [1]})], "interleave",
+                        at, algorithm)
+    assert state(r) == {"a": set(), "b": set(), "c": {1}, "d": set() | {1}}
     if algorithm not in ("dred", "bf"):
         assert r.counters("c").column("c_nr").to_pylist() == [1]
 
@@ -89,9 +87,9 @@ def test_example_4_interleaved(at: int, algorithm: str) -> None:
     """A→B, A→C; M = {A, B, C}; U1 deletes A, U2 re-adds it mid-way: {A, B, C} with
     count(B) = count(C) = 1 (no duplicate derivation counted)."""
     prog = "b(x) :- a(x). c(x) :- a(x).\n"
-    r, _ = _run(prog, {"a": [1]}, [({}, {"a": [1]}), ({"a": [1]}, {})], "interleave", at,
-                algorithm)
-    assert _state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": set()}
+    r, _ = run_schedule(prog, {"a": [1]}, [({}, {"a": [1]}), ({"a": [1]}, {})], "interleave",
+                        at, algorithm)
+    assert state(r) == {"a": {1}, "b": {1}, "c": {1}, "d": set()}
     if algorithm not in ("dred", "bf"):
         assert r.counters("b").column("c_nr").to_pylist() == [1]
         assert r.counters("c").column("c_nr").to_pylist() == [1]
@@ -133,12 +131,7 @@ def test_chain_deletions_interleaved() -> None:
     assert r.counters("p").equals(ref.counters("p"))
 
 
-EXAMPLES = int(os.environ.get("FDU_EXAMPLES", "25"))
-
-
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                 HealthCheck.data_too_large])
+@SCHEDULES
 @given(case=cases(max_updates=5, policies=("interleave",)))
 def test_differential_interleaved(case: Case) -> None:
     """Random programs, updates and arrival schedules in the interleaved mode: equal to
@@ -151,25 +144,56 @@ def test_differential_interleaved(case: Case) -> None:
 
 def test_exhaustive_small_interleaved() -> None:
     """One fixed case, the second and third update arriving at every boundary."""
-    from generators import NUMBER, Program, Relation, Update
-    from generators import Atom as A
-    from generators import Rule as R
-    from generators import Var as V
-    from test_fdu import test_differential_exhaustive_small  # noqa: F401 (its program)
+    exhaustive_small(("dredc", "dred", "bfc", "bf"), ("interleave",))
 
-    e, p = Relation("e", (NUMBER, NUMBER)), Relation("p", (NUMBER, NUMBER))
-    X, Y, Z = V("X"), V("Y"), V("Z")
-    prog = Program(relations=(e, p), rules=(
-        R(A("p", (X, Y)), (A("e", (X, Y)),)),
-        R(A("p", (X, Z)), (A("p", (X, Y)), A("e", (Y, Z))))),
-        facts={"e": [(i, i + 1) for i in range(6)]})
-    ups = [Update({"e": [(6, 7), (7, 8)]}, {"e": [(2, 3)]}),
-           Update({"e": [(2, 3), (8, 9)]}, {}),
-           Update({}, {"e": [(6, 7), (0, 1)]})]
-    for alg in ("dredc", "dred", "bfc", "bf"):
-        for g1 in [0, 1, 2, 3, 4, 5, 6, 8, 10, NEVER]:
-            for g2 in [0, 1, 3, NEVER]:
-                case = Case(prog, ups, alg, "off", "interleave", [0, g1, g2])
-                out = check(case)
-                assert out is not None and not out.problems, case.describe() + "\n" + \
-                    "\n".join(out.problems)
+
+REFUSALS = {
+    "module": (""".decl e(x:number, y:number) .decl f(x:number) .decl p(x:number, y:number)
+.decl r(x:number, y:number) .output r
+p(x, y) :- e(x, y). p(x, z) :- p(x, y), p(y, z). r(x, y) :- p(x, y), f(y).""",
+               "TC/STC module"),
+    "aggregate": (""".decl e(x:number, y:number) .decl f(x:number) .decl c(x:number, n:number)
+.decl r(x:number, n:number) .output r
+c(x, n) :- e(x, _), n = count : { e(x, _) }. r(x, n) :- c(x, n), f(x).""", "aggregate"),
+}
+
+
+@pytest.mark.parametrize("fallback", ["restart", "wait"])
+@pytest.mark.parametrize("kind", sorted(REFUSALS))
+def test_refused_into_finished_module_or_aggregate(kind: str, fallback: str) -> None:
+    """A deletion of e arrives at every boundary of an update of f, in turn; where it
+    would reach a finished TC module or aggregate stratum the step is refused, the reason
+    is in ``UpdateStats.refused`` and the update restarts (or the deletion waits); the
+    result equals sequential application."""
+    prog, reason = REFUSALS[kind]
+    edges = np.array([[i, i + 1] for i in range(6)] + [[0, 3], [2, 5]])
+    seen_reasons: set[str] = set()
+    for at in range(1, 8):
+        r = Reasoner(prog, device="cpu", counting=True, modules="auto")
+        r.add_facts("e", edges)
+        r.add_facts("f", np.array([[1], [3]]))
+        r.materialise()
+        q = reasoner_queue(r, policy="interleave", algorithm="dredc", background=False,
+                           interleave_fallback=fallback)
+        late = [({}, {"e": r._encode("e", np.array([[1, 2], [0, 3]]))})]
+        count = {"b": 0}
+
+        def hook(_p, late=late, count=count, q=q, at=at):
+            count["b"] += 1
+            if count["b"] == at and late:
+                q.submit(*late.pop())
+
+        q.on_boundary = hook
+        q.submit({"f": r._encode("f", np.array([[2], [5], [0]]))})
+        stats = q.drain()
+        if late:
+            q.submit(*late.pop())
+            stats += q.drain()
+        for s in stats:
+            seen_reasons |= set(s.refused)
+        ref = Reasoner(prog, device="cpu", counting=True, modules="auto")
+        ref.add_facts("e", np.array([x for x in edges.tolist() if x not in ([1, 2], [0, 3])]))
+        ref.add_facts("f", np.array([[1], [3], [2], [5], [0]]))
+        ref.materialise()
+        assert r.relation("r").equals(ref.relation("r")), at
+    assert any(reason in why for why in seen_reasons), seen_reasons

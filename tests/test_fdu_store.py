@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from gpu_engine.host.cli import main
 from gpu_engine.host.store import current_version, open_store, read_meta, store_lock
 
@@ -156,17 +157,19 @@ def test_streaming_sink_coalesces_micro_batches(tmp_path: Path) -> None:
     assert not (store / ".stream").exists() or not list((store / ".stream").iterdir())
 
 
-def test_lock_holder_killed_during_a_composed_update(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fdu", ["wait", "interleave"])
+def test_lock_holder_killed_during_a_composed_update(tmp_path: Path, fdu: str) -> None:
     """Two spooled updates; the process that takes the lock is killed at once (kill -9):
     the other one finishes and the store holds base + B, or base + A + B when A's composed
-    commit got through, never a partial state."""
+    commit got through, never a partial state (also when arrivals join the running update,
+    ``--fdu interleave``)."""
     store = _store(tmp_path)
     a = _dir(tmp_path / "a", {"edge.facts": "5\t6\n"})
     b = _dir(tmp_path / "b", {"edge.facts": "6\t7\n"})
     with store_lock(store):
-        pa_ = _update(store, "--insert", a)
+        pa_ = _update(store, "--insert", a, "--fdu", fdu)
         _wait_entries(store, 1)
-        pb = _update(store, "--insert", b)
+        pb = _update(store, "--insert", b, "--fdu", fdu)
         _wait_entries(store, 2)
     time.sleep(0.3)
     pa_.send_signal(signal.SIGKILL)
@@ -184,3 +187,105 @@ def test_lock_holder_killed_during_a_composed_update(tmp_path: Path) -> None:
     # was killed before reading it: the next lock holder removes it)
     spool = store / ".spool"
     assert not spool.exists() or not [p for p in spool.iterdir() if p.is_dir()]
+
+
+def _applied_order(store: Path) -> list[str]:
+    """Spool entry names in commit order (every version's ``fdu_applied``)."""
+    out: list[str] = []
+    for v in sorted(p for p in store.iterdir() if p.name.startswith("v")):
+        out += json.loads((v / "meta.json").read_text()).get("extra", {}).get(
+            "fdu_applied", [])
+    return out
+
+
+@pytest.mark.parametrize("fdu", ["interleave"])  # the others: the in-process test below
+def test_concurrent_processes_with_fdu_policy(tmp_path: Path, fdu: str) -> None:
+    """Six ``gpu-engine update --fdu POLICY`` processes started at once on one store; the
+    first inserts a long chain (many rounds) so that the others arrive during its update.
+    The final store equals applying the updates one by one in the order the commits
+    record."""
+    import numpy as np
+    from gpu_engine.host.reasoner import Reasoner
+
+    store = _store(tmp_path)
+    ups: list[tuple[str, list[tuple[int, int]]]] = [
+        ("--insert", [(i, i + 1) for i in range(5, 40)]),
+        ("--delete", [(2, 3)]),
+        ("--insert", [(2, 3), (50, 51)]),
+        ("--delete", [(30, 31), (0, 1)]),
+        ("--insert", [(51, 52), (0, 1)]),
+        ("--delete", [(50, 51)]),
+    ]
+    procs = {}
+    for k, (flag, rows) in enumerate(ups):
+        d = _dir(tmp_path / f"u{k}", {"edge.facts": "".join(f"{a}\t{b}\n" for a, b in rows)})
+        p = _update(store, flag, d, "--fdu", fdu, "--algorithm", "dredc",
+                    stats=tmp_path / f"st{k}.json")
+        procs[p.pid] = (k, p)
+        if k == 0:
+            time.sleep(0.05)
+    for _, p in procs.values():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    order = [procs[int(name.split("-")[1])][0] for name in _applied_order(store)]
+    assert sorted(order) == list(range(len(ups)))
+    judge = Reasoner(PROGRAM, device="cpu")
+    judge.add_facts("edge", np.array([[i, i + 1] for i in range(5)]))
+    judge.materialise()
+    for k in order:
+        flag, rows = ups[k]
+        arr = np.array(rows)
+        judge.update(**{flag[2:]: {"edge": arr}})
+    r = open_store(store, device="cpu")
+    for name in ("edge", "path"):
+        assert r.relation(name).equals(judge.relation(name)), (name, order)
+    stats = [json.loads((tmp_path / f"st{k}.json").read_text()) for k in range(len(ups))]
+    assert all(s["composed"] >= 1 for s in stats)
+
+
+@pytest.mark.parametrize("fdu", ["inject", "restart", "interleave"])
+def test_spool_entries_join_the_running_update(tmp_path: Path, fdu: str) -> None:
+    """In-process: entries spooled at the running update's first boundaries join it by
+    the policy (injected, restarted or interleaved); one commit; equal to one by one."""
+    import numpy as np
+    from gpu_engine.host import update_spool as spool
+    from gpu_engine.host.cli import _read_update_facts
+    from gpu_engine.host.reasoner import Reasoner
+    from gpu_engine.host.store import save_store
+
+    store = _store(tmp_path)
+    chain = _dir(tmp_path / "c", {"edge.facts": "".join(f"{i}\t{i + 1}\n" for i in range(5, 30))})
+    later = [(_dir(tmp_path / "l0", {"edge.facts": "40\t41\n"}), None),
+             (None, _dir(tmp_path / "l1", {"edge.facts": "1\t2\n"})),
+             (_dir(tmp_path / "l2", {"edge.facts": "41\t42\n"}), None)]
+    own = spool.spool_update(store, str(chain), None, {"algorithm": "dredc"})
+
+    def arrivals() -> None:
+        if later:
+            i, d = later.pop(0)
+            spool.spool_update(store, i and str(i), d and str(d), {"algorithm": "dredc"})
+            time.sleep(spool.POLL_SECONDS)
+
+    r = open_store(store, device="cpu")
+    with store_lock(store):
+        stats, applied = spool.apply_spool(
+            r, store, own, lambda rr, d, fmt: _read_update_facts(rr, str(d), fmt),
+            (str(chain), None), policy=fdu, arrivals=arrivals)
+        save_store(r, store, extra={"fdu_applied": applied})
+        spool.finish_all(r, store, own)
+    assert len(applied) == 4 and current_version(store) == "v00000002"
+    if fdu == "inject":
+        assert stats.injected >= 1
+    elif fdu == "restart":
+        assert stats.aborted >= 1 and stats.composed >= 2
+    else:
+        assert stats.interleaved >= 1
+    judge = Reasoner(PROGRAM, device="cpu")
+    judge.add_facts("edge", np.array([[i, i + 1] for i in range(30) if i != 1]
+                                     + [[40, 41], [41, 42]]))
+    judge.materialise()
+    r2 = open_store(store, device="cpu")
+    for name in ("edge", "path"):
+        assert r2.relation(name).equals(judge.relation(name)), name
+    # no entry is left; the results of the other entries wait for their processes
+    assert not [p for p in (store / ".spool").iterdir() if p.is_dir()]

@@ -5,9 +5,12 @@ algorithm of the eight, modules on or off, a queue policy and an arrival schedul
 checks that the queued run equals strictly sequential application and a fresh
 materialisation (relations, explicit facts, counters).  A case that does not finish in
 ``CASE_SECONDS`` counts as non-terminating.  One JSON line: cases, boundaries seen,
-updates composed / injected, attempts aborted, interleaving steps, failures with
+updates composed / injected, attempts aborted, interleaving steps, cases with aggregate
+relations or TC/STC modules, refusals by kind (``refused_aggregate``: a finished aggregate
+stratum, ``refused_TC_STC``: a finished module, ``refused_negates``, ...), failures with
 reproducers.  ``FDU_POLICIES`` (a comma list, e.g. ``interleave``) restricts the queue
-policies drawn (``make fuzz-fdu-interleave``).
+policies drawn (``make fuzz-fdu-interleave``); ``FDU_FAMILY=modules`` draws only TC/STC-shaped
+programs run by DRed^c with modules on.
 """
 
 from __future__ import annotations
@@ -20,22 +23,28 @@ from typing import Any
 from .common import Campaign, CaseTimeout, DrawRejected, cli_args, draw, time_limit
 
 CASE_SECONDS = 120.0
+REFUSAL_KINDS = ("done or an aggregate", "TC/STC module", "aggregate", "subsumption", "negates",
+                 "deletes")
 
 
 def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
     """Run ``n`` schedules from ``seed``; returns (and appends to ``out``) the JSON line."""
     from fdu_harness import POLICIES, cases, check
+    from generators import AGG_NAMES
 
     policies = tuple(p for p in os.environ.get("FDU_POLICIES", "").split(",") if p) or POLICIES
-    c = Campaign("fuzz-fdu" if policies == POLICIES else f"fuzz-fdu[{','.join(policies)}]",
+    family = os.environ.get("FDU_FAMILY", "")  # "modules": TC/STC programs, DRed^c-MOD
+    c = Campaign(("fuzz-fdu" if policies == POLICIES else f"fuzz-fdu[{','.join(policies)}]")
+                 + (f"[{family}]" if family else ""),
                  seed, n)
     for s in range(seed, seed + n):
         try:
-            case = draw(cases(policies=policies), s)
+            case = draw(cases(policies=policies, family=family), s)
         except DrawRejected:
             c.count("rejected_draws")
             continue
-        env = "" if policies == POLICIES else f"FDU_POLICIES={','.join(policies)} "
+        env = ("" if policies == POLICIES else f"FDU_POLICIES={','.join(policies)} ") + (
+            f"FDU_FAMILY={family} " if family else "")
         repro = f"{env}python -m benchmarks.campaigns.fdu --seed {s} --n 1\n{case.describe()}"
         try:
             with time_limit(CASE_SECONDS):
@@ -58,6 +67,11 @@ def run(n: int, seed: int = 0, out: str | None = None) -> dict[str, Any]:
         c.count("injected", outcome.injected)
         c.count("aborted", outcome.aborted)
         c.count("interleaved", outcome.interleaved)
+        c.count("with_aggregates", any(r.name in AGG_NAMES for r in case.program.relations))
+        c.count("with_tc_stc_modules", outcome.modules)
+        for why in outcome.refused:  # by the kind of stratum or change that refused
+            kind = next((k for k in REFUSAL_KINDS if k in why), "other")
+            c.count(f"refused_{kind.split()[0].replace('/', '_')}")
         if outcome.problems:
             c.fail("wrong", s, "\n".join(outcome.problems), repro)
     return c.write(out)

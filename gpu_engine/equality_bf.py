@@ -109,6 +109,19 @@ ROUTE_MAX = 1 << 16  # frontiers up to this size are routed to rules by their co
 Batch = dict[str, RowSet]
 
 
+def _occurrences(xp: Any, run: RowSet, p: int) -> Any:
+    """How often each constant occurs in column ``p`` of ``run`` (a bincount cached on
+    the run beside its join indexes)."""
+    key = ("occurrences", p)
+    hit = run._indexes.get(key)
+    if hit is None:
+        col = run.cols[p]
+        hit = (xp.bincount(col).astype(INDEX) if len(col)
+               else xp.zeros(0, dtype=INDEX))
+        run._indexes[key] = hit
+    return hit
+
+
 class OverBudget(Exception):
     """B/F≈ checked more facts than its budget allows (``auto`` then rematerialises)."""
 
@@ -184,22 +197,22 @@ class BFEq:
                 if len(got):
                     self._add(self.Y, h, got)
         self.n_checked = 0
-        self._voc_e: Any = None
 
-    def voc_e(self) -> Any:
-        """voc(E′) as a flag over the dictionary (brief pitfall 4: E after line 4,
-        tombstones subtracted); computed on first use (lines 37–39 only)."""
-        if self._voc_e is None:
-            xp = self.xp
-            count = xp.zeros(self.n_ids, dtype=INDEX)
-            for n, pos in self.dom.items():
-                for sets, sign in ((self.E[n].runs, 1), (self.E[n].dead, -1)):
-                    for run in sets:
-                        for p in pos:
-                            count += sign * xp.bincount(run.cols[p], minlength=self.n_ids
-                                                        ).astype(INDEX)
-            self._voc_e = count > 0
-        return self._voc_e
+    def in_voc_e(self, d: Any) -> Any:
+        """Mask over the constants ``d``: whether each occurs in voc(E′) (brief pitfall 4:
+        E after line 4, tombstones subtracted).  The occurrence counts of each run's
+        column are computed once and cached on the run (runs are immutable), so an update
+        pays for the constants it asks about and for the runs that are new, not for E."""
+        xp = self.xp
+        total = xp.zeros(len(d), dtype=INDEX)
+        for n, pos in self.dom.items():
+            for sets, sign in ((self.E[n].runs, 1), (self.E[n].dead, -1)):
+                for run in sets:
+                    for p in pos:
+                        count = _occurrences(xp, run, p)
+                        inside = d < len(count)
+                        total[inside] += sign * count[d[inside]]
+        return total > 0
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -727,7 +740,7 @@ class BFEq:
             if len(c):
                 idx, at = expand(self.be, self.offsets[c], self.sizes[c])
                 d = self.members[at]
-                d = d[self.voc_e()[d]]
+                d = d[self.in_voc_e(d)]
                 if len(d):
                     g = self.gamma[d]
                     cand.setdefault(self.eq, []).append(RowSet.from_columns(self.be, (g, g), 2))

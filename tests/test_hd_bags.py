@@ -115,6 +115,20 @@ def test_kept_bags_after_updates(program: Program, data: st.DataObject, device: 
         assert _state(r, program) == _state(fresh, program)
 
 
+def _pc(device: str) -> Reasoner:
+    """The paper's running example (n = 8, k = 5) before materialisation."""
+    n, k = 8, 5
+    i = np.repeat(np.arange(n), k)
+    j = np.tile(np.arange(1, k + 1), n)
+    m = i * k + j
+    b, c, d = 1000 + m, 2000 + m, 3000 + j
+    r = Reasoner(PC, device=device, counting=True, decompose="all")
+    r.add_facts("CW", np.concatenate([np.stack([i, b], 1), [[n, 2]]]))
+    r.add_facts("CA", np.concatenate([np.stack([i, c], 1), [[n, 3]]]))
+    r.add_facts("PC", np.concatenate([np.stack([b, d], 1), np.stack([c, d], 1)]))
+    return r
+
+
 PC = """
 .decl CW(x:number, y:number)
 .decl CA(x:number, y:number)
@@ -131,14 +145,7 @@ def test_pc_bags_follow_updates(device: str) -> None:
     from 1 to 2 (pitfall 2: new bag instantiations, no new head fact), the deletion of
     Example 2 lowers node 2's back to 1; the bags are brought forward, not recomputed."""
     n, k = 8, 5
-    i = np.repeat(np.arange(n), k)
-    j = np.tile(np.arange(1, k + 1), n)
-    m = i * k + j
-    b, c, d = 1000 + m, 2000 + m, 3000 + j
-    r = Reasoner(PC, device=device, counting=True, decompose="all")
-    r.add_facts("CW", np.concatenate([np.stack([i, b], 1), [[n, 2]]]))
-    r.add_facts("CA", np.concatenate([np.stack([i, c], 1), [[n, 3]]]))
-    r.add_facts("PC", np.concatenate([np.stack([b, d], 1), np.stack([c, d], 1)]))
+    r = _pc(device)
     r.materialise()
     eng = r.engine
     rule = next(x for x in eng.rules if eng.hd.plan(x) is not None)

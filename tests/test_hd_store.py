@@ -14,7 +14,7 @@ from gpu_engine.host.store import open_store, read_meta, save_store
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from test_hd import EXAMPLES, _state, cyclic_programs
-from test_hd_bags import PC, _always_decomposed, _as_counter, _check_kept, _rows  # noqa: F401
+from test_hd_bags import PC, _always_decomposed, _as_counter, _check_kept, _pc, _rows  # noqa: F401
 
 from gpu_engine import Reasoner
 from gpu_engine.hd_eval import _bag
@@ -38,19 +38,6 @@ def _bags_over_store(r: Reasoner) -> dict:
                                                           plan.node_atoms[p]))):
                     out[(key, p)] = _as_counter(e.bag, plan.dec.chi[p])
     return out
-
-
-def _pc(device: str) -> Reasoner:
-    n, k = 8, 5
-    i = np.repeat(np.arange(n), k)
-    j = np.tile(np.arange(1, k + 1), n)
-    m = i * k + j
-    b, c, d = 1000 + m, 2000 + m, 3000 + j
-    r = Reasoner(PC, device=device, counting=True, decompose="all")
-    r.add_facts("CW", np.concatenate([np.stack([i, b], 1), [[n, 2]]]))
-    r.add_facts("CA", np.concatenate([np.stack([i, c], 1), [[n, 3]]]))
-    r.add_facts("PC", np.concatenate([np.stack([b, d], 1), np.stack([c, d], 1)]))
-    return r
 
 
 def test_store_keeps_bags(tmp_path, device: str) -> None:

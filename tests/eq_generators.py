@@ -233,3 +233,17 @@ def insert_the_rest(case: EqCase, seed: int, most: int, device: str = "cpu") -> 
                                enumerate(r.program.relations[n].attributes)})
               for n, rows in ins.items()}
     return r, r.update(insert=tables)
+
+
+# An explicit equality merges the class a rule constant reads ("b"); deleting it splits the
+# class and the constant is normalised back (brief pitfall 7).
+RULE_CONSTANT_SPLIT = """
+    .decl same(x: symbol, y: symbol) equality
+    .decl p(x: symbol)
+    .decl q(x: symbol)
+    .output q
+    p("b"). p("c").
+    same("a", "b").
+    q(x) :- p(x), same(x, "b").
+    q("z") :- p("a").
+"""

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from eq_generators import PAPER_31, paper_31, rows  # noqa: E402
+from eq_generators import PAPER_31, RULE_CONSTANT_SPLIT, paper_31, rows  # noqa: E402
 from eq_update_fuzz import run_sequence  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
@@ -111,16 +111,7 @@ def test_redundant_derivations_example() -> None:
 def test_explicit_equality_split_and_rule_constants() -> None:
     """Deleting an explicit equality splits a class that a rule constant reads: the
     rule's constant is normalised back (brief pitfall 7); re-inserting merges again."""
-    text = """
-    .decl same(x: symbol, y: symbol) equality
-    .decl p(x: symbol)
-    .decl q(x: symbol)
-    .output q
-    p("b"). p("c").
-    same("a", "b").
-    q(x) :- p(x), same(x, "b").
-    q("z") :- p("a").
-    """
+    text = RULE_CONSTANT_SPLIT
     r = Reasoner(text, device="cpu")
     r.materialise()
     assert rows(r, "q") == {("a",), ("b",), ("z",)}

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from eq_generators import PAPER_31, paper_31, rows  # noqa: E402
+from eq_generators import PAPER_31, RULE_CONSTANT_SPLIT, paper_31, rows  # noqa: E402
 from eq_update_fuzz import run_sequence  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
@@ -50,16 +50,7 @@ def test_paper_31_deletion_splits_classes(algorithm: str | None) -> None:
 def test_deleted_explicit_equality_splits_and_rule_constants_follow() -> None:
     """An explicit equality merges a class that a rule constant reads; deleting it
     splits the class, and the rule's constant is normalised back (brief pitfall 7)."""
-    text = """
-    .decl same(x: symbol, y: symbol) equality
-    .decl p(x: symbol)
-    .decl q(x: symbol)
-    .output q
-    p("b"). p("c").
-    same("a", "b").
-    q(x) :- p(x), same(x, "b").
-    q("z") :- p("a").
-    """
+    text = RULE_CONSTANT_SPLIT
     r = Reasoner(text, device="cpu")
     r.materialise()
     assert rows(r, "q") == {("a",), ("b",), ("z",)}

@@ -166,3 +166,16 @@ def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
         hit[o.cols[0]] = True
         matched += o.count
     return hit, matched
+
+
+def mark_rederivable(be: Any, ev: RuleEvaluator, rules: list[Rule], rows: RowSet, hit: Any,
+                     source: Any, old: Any, stats: Any) -> None:
+    """Set ``hit`` (in place) for each row of ``rows`` that one of ``rules`` (rules for
+    the rows' relation) rederives (:func:`rederivable` over ``source``/``old``), trying
+    each rule on the rows not hit yet; adds the instances matched to ``stats.backward``."""
+    for rule in rules:
+        if bool(hit.all()):
+            return
+        got, matched = rederivable(ev, rule, rows.select(~hit), source, old)
+        stats.backward += matched
+        hit[be.xp.flatnonzero(~hit)[got]] = True

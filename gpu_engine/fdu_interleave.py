@@ -297,7 +297,7 @@ def _delete(u: Any, s: Any, s0: dict[str, Any], lower: dict[str, RowSet],
     ``own`` (explicit facts of ``s`` deleted).  The closure ``X`` over applied instances
     (over ``S₀``), counters decremented once per instance, ``X`` retracted, then
     rederivation and cancellation of pending additions.  Returns ``X`` of ``s``."""
-    from .affected import rederivable
+    from .affected import mark_rederivable
 
     st = u.state
     seeds: dict[str, RowSet] = {n: d for n, d in lower.items() if len(d)}
@@ -351,13 +351,8 @@ def _delete(u: Any, s: Any, s0: dict[str, Any], lower: dict[str, RowSet],
         if not len(touched):
             continue
         hit = u.new_explicit[r].has(touched)
-        for rule in s.rules:
-            if rule.head.relation != r or bool(hit.all()):
-                continue
-            open_ = touched.select(~hit)
-            got, matched = rederivable(u.ev, rule, open_, st.new, st.new)
-            u.stats.backward += matched
-            hit[u.be.xp.flatnonzero(~hit)[got]] = True
+        mark_rederivable(u.be, u.ev, [x for x in s.rules if x.head.relation == r], touched,
+                         hit, st.new, st.new, u.stats)
         pending = union_rows(u.be, u.arity[r], cand[r])
         kept = _minus(pending, touched)
         back = touched.select(hit)

@@ -15,7 +15,7 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 
 from . import touch
-from .affected import VersionOf, affected, may_match, rederivable
+from .affected import VersionOf, affected, mark_rederivable, may_match
 from .aggregates import update_stratum as update_aggregate
 from .fdu import at_boundary
 from .ir import Atom, Negation, Rule
@@ -247,13 +247,8 @@ def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
         if not len(d):
             continue
         hit = u.explicit[r].has(d) & ~u.e_minus[r].has(d)
-        for rule in s.rules:
-            if rule.head.relation != r or bool(hit.all()):
-                continue
-            open_ = d.select(~hit)
-            got, matched = rederivable(u.ev, rule, open_, st.mid, st.old_plus)
-            u.stats.backward += matched
-            hit[u.be.xp.flatnonzero(~hit)[got]] = True
+        mark_rederivable(u.be, u.ev, [x for x in s.rules if x.head.relation == r], d, hit,
+                         st.mid, st.old_plus, u.stats)
         out[r] = d.select(hit)
     return out
 

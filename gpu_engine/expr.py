@@ -11,6 +11,7 @@ from gpu_engine.kernels.backend import INDEX, Backend
 
 from .ir import RECORD_OPS, Call, ColumnType, Compare, Const, ProgramError, SymbolTable, Term, Var
 from .strings import string_constraint, string_functor
+from .user_functors import apply_user_functor
 from .values import (
     c_div,
     c_div_wide,
@@ -98,6 +99,8 @@ class ExprEvaluator:
         op, typ = t.op, t.type
         if op in RECORD_OPS:
             return self._record_op(t, vals, n, valid)
+        if op.startswith("@"):  # a user-defined functor (its library, on the host)
+            return apply_user_functor(be, self.symbols, t, vals, n, self.bits, valid), valid
         if op == "iteration":  # the seminaive iteration of the running stratum
             return xp.full(n, self.iteration, dtype=INDEX), None
         if op == "autoinc":  # a fresh number per row (per derivation), in row order

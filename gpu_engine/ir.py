@@ -33,7 +33,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Union
+from typing import Any, Literal, Protocol, Union
 
 import numpy as np
 
@@ -255,6 +255,26 @@ class Equality:
     reflexive: bool = True
 
 
+@dataclass(frozen=True)
+class FunctorDecl:
+    """A user-defined functor (``.functor``) a rule calls as ``Call("@name", ...)``: its
+    parameter and result types; the code is reached through ``symbols.functors`` (a
+    :class:`FunctorLibrary` the host attaches, see ``gpu_engine.user_functors``)."""
+
+    name: str
+    params: tuple[ColumnType, ...]
+    result: ColumnType
+    loc: Location = field(default_factory=Location, compare=False)
+
+
+class FunctorLibrary(Protocol):
+    """Implementations of user-defined functors, vectorised over distinct argument rows:
+    numbers as int32/int64, unsigned as uint32/uint64, floats as float32/float64 arrays
+    (the word size), symbols as lists of ``str``; the result likewise."""
+
+    def call(self, decl: FunctorDecl, args: list[Any], n: int) -> Any: ...
+
+
 @dataclass
 class Program:
     """Relations, rules and the facts written in the program text.
@@ -277,6 +297,7 @@ class Program:
     limits: dict[str, tuple[int, Location]] = field(default_factory=dict)
     aggregates: dict[str, Aggregate] = field(default_factory=dict)  # hidden relation -> def
     equality: Equality | None = None  # a relation declared ``equality`` (rewriting)
+    functors: dict[str, FunctorDecl] = field(default_factory=dict)  # the ones rules call
 
 
 class SymbolTable(Protocol):

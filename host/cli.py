@@ -244,6 +244,8 @@ def _run(args: argparse.Namespace) -> int:
         def make(program: Any) -> Reasoner:
             return Reasoner(program, device=args.device, progress=progress.hook,
                             counting="auto" if args.store else False, modules=args.modules,
+                            libraries=args.libraries or ("functors",),
+                            library_dirs=args.library_dir or (".",),
                             **kwargs,
                             **({"rewrite_equality": True} if args.rewrite_equality else {}))
 

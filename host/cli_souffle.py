@@ -2,9 +2,10 @@
 
 ``-I DIR`` (include folders for ``.include`` and ``#include``), ``-M "X=1 Y=2"`` (macros for
 the C preprocessor), ``--no-preprocessor``, ``-j N`` (threads of the CPU kernels), ``-w``
-(no warnings or notes) and ``--version`` behave as in Soufflé; options for what this engine
-does not do (functor libraries, compilation, provenance, ...) are refused by name rather
-than ignored.  (``-p FILE``/``--profile FILE``, Soufflé's profile, is an option of ``run``
+(no warnings or notes), ``-L DIR``/``-l NAME`` (shared libraries of user-defined functors,
+``host/functor_libs.py``) and ``--version`` behave as in Soufflé; options for what this
+engine does not do (compilation, provenance, ...) are refused by name rather than
+ignored.  (``-p FILE``/``--profile FILE``, Soufflé's profile, is an option of ``run``
 itself: see ``host/profile.py``.)
 """
 
@@ -25,8 +26,6 @@ VERSION = f"gpu-engine {__version__}"
 
 # Soufflé options without an equivalent here: (flags, takes a value, what they are for)
 _REFUSED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
-    (("-L", "--library-dir"), True, "libraries of user-defined functors"),
-    (("-l", "--libraries"), True, "libraries of user-defined functors"),
     (("-o", "--dl-program"), True, "compiling the program to an executable"),
     (("-c", "--compile"), False, "compiling the program to an executable"),
     (("-g", "--generate"), True, "generating C++ code"),
@@ -67,6 +66,12 @@ def add_souffle_options(run: argparse.ArgumentParser) -> None:
                      help="do not run the C preprocessor (cpp) on the program")
     run.add_argument("-j", "--jobs", metavar="N",
                      help="threads of the CPU kernels: a number or 'auto' (all cores)")
+    run.add_argument("-L", "--library-dir", action="append", default=[], metavar="DIR",
+                     help="folder searched for the libraries of user-defined functors "
+                          "(repeatable; default: the current folder)")
+    run.add_argument("-l", "--libraries", action="append", default=[], metavar="NAME",
+                     help="library of user-defined functors, loaded as libNAME.so from the "
+                          "-L folders, or a path (repeatable; default: functors)")
     run.add_argument("-w", "--no-warn", action="store_true",
                      help="print no warnings or notes")
     run.add_argument("-m", "--magic-transform", metavar="RELATIONS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,8 @@ class Reasoner:
                  symbols: SymbolTable | None = None,
                  modules: str = "auto", backend: str = "local",
                  word_size: int | None = None, rewrite_equality: bool = False,
-                 decompose: str | None = None) -> None:
+                 decompose: str | None = None, libraries: Sequence[str] = ("functors",),
+                 library_dirs: Sequence[str | Path] = (".",)) -> None:
         if word_size is None:  # a ProgramSource read for 64-bit words keeps them
             word_size = program.options.word_size if isinstance(program, ProgramSource) else 32
         if word_size not in WORD_SIZES:
@@ -75,6 +76,11 @@ class Reasoner:
         self.backend = get_backend(device)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.symbols.word_size = word_size  # the engine and the IO read values in it
+        if self.program.functors:  # user-defined functors: their shared libraries (-L/-l)
+            from .functor_libs import SharedLibraries
+
+            self.symbols.functors = SharedLibraries(self.program.functors, libraries,
+                                                    library_dirs, word_size)
         if counting == "auto":  # counters where the program allows them (a store's)
             counting = self.program.equality is None
         engine_class = Engine

@@ -205,6 +205,9 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             **{f: getattr(engine.state, f) for f in EngineState.fields_kept_as(META)},
             "counters": counting,
             "word_size": getattr(reasoner, "word_size", 32),  # of number/unsigned/float
+            # user-defined functors: the libraries loaded (reloaded by path on open)
+            "functor_libraries": list(getattr(getattr(reasoner.symbols, "functors", None),
+                                              "loaded", [])),
             "symbols": len(reasoner.symbols), "records": len(reasoner.symbols.records),
             "relations": relations, "files": files,
             "extra": meta_extra,
@@ -406,7 +409,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
         raise StoreError(f"{vdir / 'meta.json'}: word size {word_size!r} is not 32 or 64")
     r = Reasoner(text, device=device, counting=meta["counting"], symbols=symbols,
                  modules=meta.get("modules", "off"), word_size=word_size,
-                 rewrite_equality=bool(meta.get("rewrite_equality", False)))
+                 rewrite_equality=bool(meta.get("rewrite_equality", False)),
+                 libraries=meta.get("functor_libraries") or ("functors",))
     r.source_name = meta.get("source_name", r.source_name)
     rels = r.engine.program.relations
     if set(rels) != set(meta["relations"]):

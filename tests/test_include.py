@@ -201,7 +201,7 @@ def test_version_and_refused_souffle_options(tmp_path: Path, capsys: pytest.Capt
         main(["--version"])
     assert info.value.code == 0 and __version__ in capsys.readouterr().out
     write(tmp_path, {"p.dl": ".decl a(x:number)\na(1).\n.output a\n"})
-    for flag in (["-L", "lib"], ["-c"], ["-o", "exe"], ["-t", "explain"]):  # (-p: profile)
+    for flag in (["-c"], ["-o", "exe"], ["-t", "explain"]):  # (-p: profile)
         rc, _, err = cli_run(tmp_path / "p.dl", *flag)
         assert rc == 2 and f"{flag[0]} is a Soufflé option for" in err, err
 

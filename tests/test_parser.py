@@ -503,9 +503,9 @@ def test_safe_programs() -> None:
         (".type P = A {x:number} | A {}", 2, 26, "ADT branch 'A' declared twice"),
         ("A(c) :- c = count : { A(_) ; A(1) }.", 2, 13, "disjunction"),
         ("A(c) :- c = sum x : A(y).", 2, 17, "target variable"),
-        ("A(c) :- A(x), c = @f(x).", 2, 19, "user-defined functors"),
+        ("A(c) :- A(x), c = @f(x).", 2, 20, "functor 'f' is not declared"),
         ("A(c) :- A(x), c = [x, x].", 2, 19, "a record but"),
-        (".functor f(x:number):number", 2, 1, ".functor"),
+        (".functor f(x:number):number stateful", 2, 10, "stateful functors"),
         (".limitsize A(m=5)", 2, 12, "n=<count>"),  # (tests/test_iteration_counter.py)
         ("A(x) :- A(y), x = 1 + range(1, 5).", 2, 23, "'range' is only supported"),
     ],

@@ -13,6 +13,7 @@ from gpu_engine.host.lang.dl_syntax import (
     CompStmt,
     CompType,
     DeclStmt,
+    FunctorStmt,
     InitStmt,
     IOStmt,
     Named,
@@ -77,16 +78,10 @@ _PRECEDENCE = {
 }
 
 _UNSUPPORTED_TERMS = {
-    "AT": "user-defined functors (@name) are not supported",
     "DOLLAR": "algebraic data types and counters ($) are not supported",
     "ITERATION_CNT": "recursive_iteration_cnt() (the evaluation's iteration number) is not "
                      "supported",
 }
-
-_UNSUPPORTED_DIRECTIVES = {
-    ".functor": "user-defined functor declarations (.functor) are not supported",
-}
-
 
 def decode_string(raw: str, loc: Location) -> str:
     """Resolve the escapes of a string literal written with its quotes."""
@@ -258,9 +253,16 @@ class Builder(Transformer):
                                f"'{kind}' (Soufflé knows debug_delta)", self._loc(kind))
         return DeclStmt((self._named(name),), (), (), self._loc(kw), debug_delta=source)
 
-    def unsupported_directive(self, children: list[Token]) -> None:
-        tok = children[0]
-        raise ProgramError(_UNSUPPORTED_DIRECTIVES[str(tok)], self._loc(tok))
+    def functor_decl(self, children: list[Any]) -> FunctorStmt:
+        kw, name, *params, result, stateful = children
+        return FunctorStmt(self._named(name), tuple(p for p in params if p is not None),
+                           result, stateful is not None, self._loc(kw))
+
+    def functor_param(self, children: list[Any]) -> Named:
+        return children[0]
+
+    def named_functor_param(self, children: list[Any]) -> Named:
+        return children[1]  # the parameter's name is documentation only
 
     # ---- clauses ----------------------------------------------------------------------
 
@@ -371,6 +373,11 @@ class Builder(Transformer):
         name, args = children
         loc = self._loc(name)
         return SCall(str(name), tuple(args or ()), loc, loc)
+
+    def user_functor(self, children: list[Any]) -> SCall:
+        """``@name(args)``: op ``@name`` (typed by its ``.functor`` declaration)."""
+        at, name, args = children
+        return SCall(f"@{name}", tuple(args or ()), self._loc(at), self._loc(name))
 
     def cast(self, children: list[Any]) -> SCast:
         kw, arg, type_name = children

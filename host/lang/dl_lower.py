@@ -13,7 +13,9 @@ from gpu_engine.host.lang.dl_equality import lower_equality, note_spelled_out
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
+    FunctorStmt,
     IOStmt,
+    Named,
     NoteStmt,
     RuleStmt,
     SAnd,
@@ -32,11 +34,11 @@ from gpu_engine.host.lang.dl_syntax import (
     TypeStmt,
 )
 from gpu_engine.host.lang.dl_typecheck import ClauseTyper
-from gpu_engine.host.lang.dl_types import TypeEnv, column_type
+from gpu_engine.host.lang.dl_types import TypeEnv, column_type, is_record_type
 from gpu_engine.host.lang.dl_untyped_records import has_untyped_records, solve_untyped_records
 
 from gpu_engine import ir
-from gpu_engine.ir import Const, Location, ProgramError
+from gpu_engine.ir import ColumnType, Const, Location, ProgramError
 from gpu_engine.magic import magic_transform
 from gpu_engine.recursive_aggregates import mark_lookups
 
@@ -98,6 +100,9 @@ class Lowering:
         self.demand_only: frozenset[str] = frozenset()
         self.attr_types: dict[str, tuple[str, ...]] = {}  # front-end types (records too)
         self.aggregates = AggregateLowering(self.program, self.types, self.attr_types)
+        for stmt in statements:
+            if isinstance(stmt, FunctorStmt):
+                self._declare_functor(stmt)
 
     def run(self) -> ParsedProgram:
         """Lower every statement, declarations first."""
@@ -121,12 +126,36 @@ class Lowering:
                     self.magic.append((stmt.pragma[1], stmt.loc))
                 else:
                     self.notes.append(f"{stmt.loc}: {stmt.text}")
+        self.program.functors = dict(self.types.called_functors)
         lower_equality(self.statements, self.program)
         mark_lookups(self.program)  # aggregates inside recursion (over lower strata)
         self.notes.extend(note_spelled_out(self.program))
         if self.magic:
             self._magic_transform()
         return ParsedProgram(self.program, self.directives, self.notes, self.demand_only)
+
+    def _declare_functor(self, stmt: FunctorStmt) -> None:
+        """``.functor f(T1, ...): R``: a signature over the four base types (records and
+        ADTs have no C representation to pass); ``stateful`` functors are refused."""
+        name = stmt.name.name
+        if name in self.types.functors:
+            raise ProgramError(f"functor '{name}' redeclared (first declared at "
+                               f"{self.types.functors[name].loc})", stmt.name.loc)
+        if stmt.stateful:
+            raise ProgramError(f"functor '{name}' is stateful: stateful functors take "
+                               "Soufflé's C++ symbol and record tables, which gpu-engine "
+                               "does not provide", stmt.name.loc)
+
+        def base(t: Named) -> ColumnType:
+            b = self.types.base_of(t.name, t.loc)
+            if is_record_type(b):
+                raise ProgramError(f"functor '{name}': record and ADT types ('{t.name}') "
+                                   "cannot be passed to or returned by a user-defined "
+                                   "functor", t.loc)
+            return b  # type: ignore[return-value]
+
+        self.types.functors[name] = ir.FunctorDecl(
+            name, tuple(base(p) for p in stmt.params), base(stmt.result), stmt.name.loc)
 
     def _magic_transform(self) -> None:
         """``.pragma "magic-transform" "*"`` (or a comma-separated list of relations):

@@ -286,4 +286,17 @@ class OverrideStmt:
     loc: Location
 
 
-Statement = DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt | CompStmt | InitStmt | OverrideStmt
+@dataclass(frozen=True)
+class FunctorStmt:
+    """``.functor name(a: T, ...): R [stateful]``: a user-defined functor's signature (its
+    code is in a shared library, see ``host/functor_libs.py``)."""
+
+    name: Named
+    params: tuple[Named, ...]  # parameter type names
+    result: Named
+    stateful: bool
+    loc: Location
+
+
+Statement = (DeclStmt | TypeStmt | IOStmt | RuleStmt | NoteStmt | CompStmt | InitStmt
+             | OverrideStmt | FunctorStmt)

@@ -255,6 +255,8 @@ class ClauseTyper:
                 return _FIXED[t.op][1]
             if t.op in _CONVERSIONS:
                 return _CONVERSIONS[t.op][0]
+            if t.op.startswith("@") and t.op[1:] in self.types.functors:
+                return self.types.functors[t.op[1:]].result
         return None
 
     def _field_type(self, t: SField) -> str | None:
@@ -450,7 +452,23 @@ class ClauseTyper:
             if source == result:
                 return arg
             return _call(by_source[source], (arg,), result)
+        if op.startswith("@"):
+            return self._lower_user_functor(t, expected, ctx)
         raise ProgramError(f"unknown functor '{op}'", t.op_loc)
+
+    def _lower_user_functor(self, t: SCall, expected: str, ctx: str) -> ir.Term:
+        """``@name(args)``: typed by its ``.functor`` declaration (never folded: the
+        library computes it)."""
+        decl = self.types.functors.get(t.op[1:])
+        if decl is None:
+            raise ProgramError(f"functor '{t.op[1:]}' is not declared (.functor "
+                               f"{t.op[1:]}(...): type)", t.op_loc)
+        _check_arity(t, len(decl.params))
+        self._expect_result(t, decl.result, expected, ctx)
+        args = tuple(self.lower_term(a, at, f"argument {i + 1} of '{t.op}'")
+                     for i, (a, at) in enumerate(zip(t.args, decl.params, strict=True)))
+        self.types.called_functors[decl.name] = decl
+        return Call(t.op, args, decl.result)
 
     def _expect_result(self, t: SCall, result: str, expected: str, ctx: str) -> None:
         if result != expected:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from gpu_engine.host.lang.dl_syntax import Named, TypeStmt
 
-from gpu_engine.ir import COLUMN_TYPES, ColumnType, Location, ProgramError, RecordFormat
+from gpu_engine.ir import (
+    COLUMN_TYPES,
+    ColumnType,
+    FunctorDecl,
+    Location,
+    ProgramError,
+    RecordFormat,
+)
 
 
 def is_record_type(t: str | None) -> bool:
@@ -39,6 +46,9 @@ class TypeEnv:
                 )
             self._decls[name] = d
         self._base: dict[str, str] = {t: t for t in COLUMN_TYPES}
+        # user-defined functors: declared (``.functor``) and called (host.lang.dl_lower)
+        self.functors: dict[str, FunctorDecl] = {}
+        self.called_functors: dict[str, FunctorDecl] = {}
         # ADT branch name -> (ADT type, branch index, its (field name, type name) pairs)
         self.branches: dict[str, tuple[str, int, tuple]] = {}
         self._formats: dict[str, RecordFormat] = {}

@@ -185,3 +185,11 @@ def test_refused_with_location(text: str, where: str, message: str) -> None:
     with pytest.raises(ProgramError) as e:
         Reasoner(text, device="cpu", library_dirs=["/nonexistent"])
     assert f"<program>:{where}" in str(e.value) and message in str(e.value)
+
+
+def test_spark_backend_refuses() -> None:
+    from gpu_engine.host.spark.reasoner import SparkReasoner
+
+    with pytest.raises(ProgramError, match=r"<program>:1:10: the Spark backend does not call"):
+        SparkReasoner(".functor f(number): number\n.decl o(x: number)\no(@f(1)).",
+                      spark=object())

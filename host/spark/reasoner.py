@@ -41,7 +41,8 @@ class SparkReasoner(Reasoner):
                  symbols: SymbolTable | None = None, modules: str = "auto",
                  decompose: str = "auto", local_finish_rows: int = 2_000_000,
                  checkpoint_every: int = 1, compact_every: int = 4,
-                 word_size: int | None = None) -> None:
+                 word_size: int | None = None, libraries: Any = (),
+                 library_dirs: Any = ()) -> None:
         from .backend import SparkRunner
 
         if word_size is None and isinstance(program, ProgramSource):
@@ -60,6 +61,9 @@ class SparkReasoner(Reasoner):
             raise ProgramError(f"the Spark backend does not rewrite equality (relation "
                                f"'{self.program.equality.relation}'): use the local engine",
                                self.program.equality.loc)
+        for decl in self.program.functors.values():  # (libraries: the local engine's)
+            raise ProgramError(f"the Spark backend does not call user-defined functors "
+                               f"('{decl.name}'): use the local engine", decl.loc)
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.spark = spark if spark is not None else sa.local_session()
         self.runner = SparkRunner(self.program, self.spark, decompose=decompose,

@@ -92,6 +92,7 @@ from .affected import backward
 from .backward_plan import join_backward, supported
 from .engine import _atoms
 from .equality import domain_vars, flows_in, functional_pattern, star_edges
+from .equality_explicit import Classes, members_in
 from .equality_maintenance import _normal_rules
 from .expr import const_value, term_vars
 from .ir import Atom, Compare, Const, Rule, Var
@@ -101,9 +102,6 @@ from .runs import RunSet
 from .stats import UpdateStats
 
 SPREAD = 2  # levels between the releases of 1, 1, 2, 4, ... backward instances of a fact
-# line 40: F^π ∩ E′ by expanding F when F^π has at most EXPAND_MIN rows, else through
-# an index of E′ on one domain column (BFEq._explicit_by_index)
-EXPAND_MIN = 4096
 ROUTE_MAX = 1 << 16  # frontiers up to this size are routed to rules by their constants
 
 Batch = dict[str, RowSet]
@@ -170,6 +168,7 @@ class BFEq:
         self.norm = _normal_rules(engine, self.rules, self.rho)  # π(Π)
         self.flow = [self._flow_positions(r) for r in self.norm]
         self.members, self.offsets, self.sizes = engine.class_index()
+        self.classes = Classes(self.rho, self.members, self.offsets, self.sizes)
         multi = self.sizes[self.rho] > 1
         self.multi = self.ids[multi]  # members of non-singleton classes
         self.gamma = self.ids.copy()  # line 2
@@ -752,76 +751,9 @@ class BFEq:
         self.forward(cand)
 
     def _explicit_members(self, n: str, rows: RowSet) -> RowSet | None:
-        """F^π ∩ E′ for the facts F of ``rows``: a membership test when every class of
-        F is a singleton, F expanded to the members of its classes when that makes at
-        most :data:`EXPAND_MIN` rows, else through an index of E′ (the brief's E_norm,
-        :meth:`_explicit_by_index`)."""
-        e = self.E[n]
-        if not len(e):
-            return None
-        xp = self.xp
-        pos = self.dom.get(n, ())
-        total = len(rows)
-        if pos:
-            prod = xp.ones(len(rows), dtype=INDEX)
-            for p in pos:
-                prod = prod * self.sizes[rows.cols[p]]
-            total = int(prod.sum())
-        if total == len(rows):  # F^π = {F}
-            return rows.select(e.contains(rows.cols, len(rows)))
-        if total <= EXPAND_MIN:
-            cols = list(rows.cols)
-            for p in pos:
-                v = cols[p]
-                idx, at = expand(self.be, self.offsets[v], self.sizes[v])
-                cols = [c[idx] for c in cols]
-                cols[p] = self.members[at]
-            hit = xp.flatnonzero(e.contains(tuple(cols), total))
-            return self._rows(n, tuple(c[hit] for c in cols), len(hit))
-        return self._explicit_by_index(n, rows, pos, e)
-
-    def _explicit_by_index(self, n: str, rows: RowSet, pos: tuple[int, ...], e: RunSet
-                           ) -> RowSet:
-        """F^π ∩ E′ through the join index of E′'s runs on one domain column ``p`` (cached
-        on the runs, which E′ shares with E across updates): the members of the classes
-        of the values F_p probe it, and the rows found are kept when their π-image is in
-        ``rows``.  Costs the members of those classes and their rows, not |E′| (the
-        column whose classes have the fewest members is chosen)."""
-        from gpu_engine.kernels.join import probe
-        from gpu_engine.kernels.keys import pack_probe
-
-        be = self.be
-        best: tuple[int, int, Any] | None = None
-        for p in pos:
-            v = _unique(be, rows.cols[p])
-            cost = int(self.sizes[v].sum())
-            if p and any(((p,), (), ()) not in run._indexes for run in e.runs):
-                cost += len(e) // 4  # the index on a later column is sorted first
-            if best is None or cost < best[0]:
-                best = (cost, p, v)
-        assert best is not None
-        _, p, v = best
-        _, at = expand(be, self.offsets[v], self.sizes[v])
-        m = self.members[at]
-        parts = []
-        for run in e.runs:
-            ji = run.index((p,))
-            if ji.spec is None or ji.sorted_keys is None:  # ranked index: scan the run
-                cand = run.cols
-            else:
-                lo, cnt = probe(be, pack_probe(be, (m,), ji.spec), ji.sorted_keys)
-                _, got = expand(be, lo, cnt)
-                rid = ji.rows[got]
-                cand = tuple(c[rid] for c in run.cols)
-            if not len(cand[0]):
-                continue
-            hit = self.xp.flatnonzero(rows.contains(self._gather(n, cand, self.rho)))
-            if len(hit):
-                parts.append(self._rows(n, tuple(c[hit] for c in cand), len(hit)))
-        g = self._union(n, parts)
-        if e.dead and len(g):
-            g = g.select(~e._in_dead(g.cols, len(g)))
-        return g
+        """F^π ∩ E′ for the facts F of ``rows`` (:func:`equality_explicit.members_in`: a
+        membership test, an expansion to the members of the classes, or E′'s index)."""
+        return members_in(self.be, self.E[n], rows, self.dom.get(n, ()), self.classes)
 
     def _delayed_members(self, n: str, rows: RowSet) -> RowSet | None:
         """F^π ∩ Y for the facts F of ``rows``."""

@@ -16,7 +16,7 @@ from eq_generators import rows  # noqa: E402
 from eq_update_fuzz import run_sequence  # noqa: E402
 from test_equality_bf import fresh, same_state  # noqa: E402
 
-from gpu_engine import Reasoner, equality_bf  # noqa: E402
+from gpu_engine import Reasoner, equality_explicit  # noqa: E402
 from gpu_engine.affected import backward  # noqa: E402
 from gpu_engine.backward_plan import join_backward  # noqa: E402
 from gpu_engine.rowset import RowSet  # noqa: E402
@@ -42,14 +42,14 @@ def test_explicit_members_by_index(monkeypatch: pytest.MonkeyPatch, seed: int) -
     """Line 40 through E′'s index (forced for every fact with a merged class): random
     sequences still equal Remat≈ and the spelled-out reference, and the index ran."""
     calls = []
-    orig = equality_bf.BFEq._explicit_by_index
+    orig = equality_explicit._by_index
 
-    def spy(self, *args):  # type: ignore[no-untyped-def]
+    def spy(*args):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return orig(self, *args)
+        return orig(*args)
 
-    monkeypatch.setattr(equality_bf, "EXPAND_MIN", 0)
-    monkeypatch.setattr(equality_bf.BFEq, "_explicit_by_index", spy)
+    monkeypatch.setattr(equality_explicit, "EXPAND_MIN", 0)
+    monkeypatch.setattr(equality_explicit, "_by_index", spy)
     found = 0
     for s in range(6):
         rec = run_sequence(2000 + 10 * seed + s, steps=4, paths_run=("bf_eq", "remat"))
@@ -61,7 +61,7 @@ def test_explicit_members_by_index(monkeypatch: pytest.MonkeyPatch, seed: int) -
 def test_explicit_members_by_index_example(monkeypatch: pytest.MonkeyPatch) -> None:
     """Deleting a key splits {a, b, c}; knows and attr rows of the class's members are
     found through the index of E′ (a later column's index included)."""
-    monkeypatch.setattr(equality_bf, "EXPAND_MIN", 0)
+    monkeypatch.setattr(equality_explicit, "EXPAND_MIN", 0)
     r = fresh(KEYS, FACTS, Reasoner(KEYS, device="cpu"))
     st = r.update(delete={"key": [("b", "K")], "knows": [("e", "f")]}, algorithm="bf_eq")
     assert st.algorithm == "b/f≈"

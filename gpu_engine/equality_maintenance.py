@@ -47,6 +47,7 @@ Remat≈ at worst.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from types import SimpleNamespace
@@ -251,7 +252,24 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             stats.algorithm = "mat≈"
             stats.note = "insertions continued the rewritten materialisation (Mat≈)"
             run = "mat≈"
-        if run not in ("remat", "mat≈", "b/f≈"):
+        if run == "dred_eq" and not stats.inserted:
+            from . import equality_dred
+
+            if equality_dred.ENABLED and equality_dred.applies(engine, e_minus, e_plus):
+                n_i = sum(len(engine.store[n]) for n in engine.program.relations)
+                before = dataclasses.replace(stats)
+                try:
+                    equality_dred.dred_normal(
+                        engine, e_minus, new_e, stats,
+                        max(int(BUDGET * n_i), LARGE_E) if alg == "auto" else None)
+                    run = "dred≈"
+                except OverBudget as exc:
+                    engine.state = saved
+                    engine.set_rho(saved_rho)
+                    run = "remat"
+                    stats.__dict__.update(before.__dict__)
+                    stats.note = f"Remat≈ (auto): DRed≈ stopped, {exc}"
+        if run not in ("remat", "mat≈", "b/f≈", "dred≈"):
             try:
                 last = getattr(engine, "materialise_seconds", None)
                 dred_eq(engine, e_minus, e_plus, new_e, stats,

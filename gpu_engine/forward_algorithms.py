@@ -29,6 +29,10 @@ from .update_state import UpdateState, multiset
 Heads = dict[str, tuple[RowSet, Any]]
 
 
+class TooLarge(Exception):
+    """DRed overdeleted more than :attr:`Update.overdelete_limit` facts."""
+
+
 @dataclass
 class Update:
     """One update in progress: the normalised E⁻ / E⁺ (per relation), the old E and
@@ -47,6 +51,9 @@ class Update:
     # may extend with injected additions
     boundary: Any = None
     new_explicit: dict[str, RunSet] | None = None
+    # DRed's overdeletion stops with TooLarge past this many facts (a caller that would
+    # rather rematerialise: gpu_engine.equality_dred under auto)
+    overdelete_limit: int | None = None
 
     @property
     def be(self) -> Any:
@@ -235,6 +242,8 @@ def _dred_overdelete(u: Update, s: Stratum) -> None:
         for r, d in delta.items():
             st.overdelete(r, d)  # line 13
             u.stats.overdeleted += len(d)
+        if u.overdelete_limit is not None and u.stats.overdeleted > u.overdelete_limit:
+            raise TooLarge(f"it overdeleted more than {u.overdelete_limit:,} facts")
 
 
 def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:

@@ -53,9 +53,15 @@ def applies(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet]) 
     heads are normal when derived (module docstring)."""
     if any(len(x) for x in e_plus.values()) or not any(len(x) for x in e_minus.values()):
         return False
-    if engine._flow or any(s.aggregate is not None or s.lookups for s in engine.strata):
-        return False
-    return not _may_split(engine, e_minus)
+    return structural(engine) and not _may_split(engine, e_minus)
+
+
+def structural(engine: Any) -> bool:
+    """Whether the program's heads are normal when derived (no merged head column bound
+    from an unmerged one) and it has no aggregate: what DRed in normal form needs of the
+    program, whatever the deletion."""
+    return not engine._flow and not any(s.aggregate is not None or s.lookups
+                                        for s in engine.strata)
 
 
 def normal_strata(engine: Any, rho: Any) -> list[Stratum]:

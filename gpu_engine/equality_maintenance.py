@@ -112,13 +112,21 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
 
 def _may_split(engine: Any, e_minus: dict[str, RowSet]) -> bool:
     """Whether deleting ``e_minus`` may take a derivation from an equality fact, so that
-    a class may split: an equality is deleted, or a deleted row may match a body atom of
-    a rule whose head reaches the equality relation through the rules (constants
-    compared through ρ).  When none can, DRed≈ keeps every class and has nothing to
-    explode (LUBM without e-mail deletions: 2.4× faster than B/F≈ there)."""
+    a class may split (:func:`reaching`).  When none can, DRed≈ keeps every class and
+    has nothing to explode (LUBM without e-mail deletions: 2.4× faster than B/F≈ there)."""
+    return any(bool(m.any()) for m in reaching(engine, e_minus).values())
+
+
+def reaching(engine: Any, e_minus: dict[str, RowSet]) -> dict[str, Any]:
+    """Per relation with deletions, a mask over its rows of ``e_minus``: which may take
+    a derivation from an equality fact.  Every deleted equality may; another row may
+    when it matches a body atom (constants compared through ρ) of a rule whose head
+    reaches the equality relation through the rules."""
     eq = engine.equality
-    if len(e_minus.get(eq.relation, ())):
-        return True
+    xp = engine.be.xp
+    out = {n: xp.zeros(len(em), dtype=bool) for n, em in e_minus.items() if len(em)}
+    if eq.relation in out:
+        out[eq.relation][:] = True
     feeds = {eq.relation}
     grew = True
     while grew:
@@ -130,14 +138,13 @@ def _may_split(engine: Any, e_minus: dict[str, RowSet]) -> bool:
                         feeds.add(a.relation)
                         grew = True
     rho = engine.rho()
-    xp = engine.be.xp
     syms = engine.evaluator.symbols
     for r in engine.rules:
         if r.head.relation not in feeds:
             continue
         for a in _atoms(r):
             em = e_minus.get(a.relation)
-            if em is None or not len(em):
+            if em is None or not len(em) or a.relation == eq.relation:
                 continue
             dom = eq.domain.get(a.relation, ())
             ok = xp.ones(len(em), dtype=bool)
@@ -149,9 +156,8 @@ def _may_split(engine: Any, e_minus: dict[str, RowSet]) -> bool:
                         ok &= rho[xp.minimum(col, len(rho) - 1)] == rho[v]
                     else:
                         ok &= col == v
-            if bool(ok.any()):
-                return True
-    return False
+            out[a.relation] |= ok
+    return out
 
 
 Encoded = dict[str, tuple[tuple[Any, ...], int]]
@@ -225,6 +231,39 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                           f"maintain programs with {why}")
         elif alg == "auto":
             run, stats.note = _choose(engine, e_minus, stats.deleted)
+        first = ""
+        if alg == "auto" and run in ("bf_eq", "dred_eq") and not stats.inserted:
+            # the deletions that reach no equality go first, by DRed in normal form; the
+            # rest (which may split classes) then by the algorithm chosen for them alone
+            from . import equality_dred
+
+            if equality_dred.ENABLED and equality_dred.structural(engine):
+                mask = reaching(engine, e_minus)
+                safe = {n: em.select(~mask[n]) if n in mask else em
+                        for n, em in e_minus.items()}
+                k = sum(len(x) for x in safe.values())
+                if 0 < k < stats.deleted:
+                    mid_e = {}
+                    for n, e in engine.explicit.items():
+                        ne = e.without(safe[n]) if len(safe[n]) else e
+                        mid_e[n] = ne.compacted() if ne.worth_compacting() else ne
+                    n_i = sum(len(engine.store[n]) for n in engine.program.relations)
+                    try:
+                        equality_dred.dred_normal(engine, safe, mid_e, stats,
+                                                  max(int(BUDGET * n_i), LARGE_E))
+                    except OverBudget as exc:
+                        engine.state = saved
+                        engine.set_rho(saved_rho)
+                        run = "remat"
+                        stats.note = f"Remat≈ (auto): DRed≈ stopped, {exc}"
+                    else:
+                        e_minus = {n: em.select(mask[n]) if n in mask else em.select(
+                            engine.be.xp.zeros(len(em), dtype=bool))
+                            for n, em in e_minus.items()}
+                        first = (f"{k:,} deletions that reach no equality by DRed≈ in "
+                                 f"normal form ({stats.overdeleted:,} overdeleted, "
+                                 f"{stats.rederived:,} rederived), then ")
+                        run, stats.note = _choose(engine, e_minus, stats.deleted - k)
         if run == "bf_eq" and stats.deleted:
             from .equality_bf import OverBudget as BFOverBudget
             from .equality_bf import bf_eq
@@ -294,6 +333,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         engine.set_rho(saved_rho)
         raise
     engine._device_changed()
+    if first and not stats.note.startswith("Remat"):
+        stats.note = first + stats.note
     stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0
     return stats

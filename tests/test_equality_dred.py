@@ -126,3 +126,20 @@ def test_key_deletion_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     st = r.update(delete=dele, algorithm="dred_eq")
     assert st.note.startswith("DRed≈ in normal form")
     assert same_state(r, off)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_auto_splits_a_deletion(seed: int) -> None:
+    """auto: the deleted attr/knows facts go first by DRed in normal form, the key facts
+    (which may split a class) after them by B/F≈ or DRed≈; the result is Remat≈'s."""
+    rng = random.Random(100 + seed)
+    facts = _facts(rng)
+    r = fresh(PROGRAM, facts, Reasoner(PROGRAM, device="cpu"))
+    dele = _delete(rng, facts)
+    dele["key"] = rng.sample(facts["key"], k=min(2, len(facts["key"])))
+    st = r.update(delete=dele, algorithm="auto")
+    if dele.get("attr") or dele.get("knows"):
+        assert "reach no equality by DRed≈ in normal form, then" in st.note or \
+            st.note.startswith("Remat"), st.note
+    facts = {n: [x for x in v if x not in dele.get(n, ())] for n, v in facts.items()}
+    assert same_state(r, fresh(PROGRAM, facts, r)), (seed, dele, st.note)

@@ -110,6 +110,14 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
 
 
 
+def _time_left(last: float, t0: float) -> float:
+    """auto's time budget for B/F≈ or DRed≈: :data:`BF_TIME` of the last materialisation
+    less what the update has spent since ``t0`` (a first part by DRed in normal form
+    included), so that a fallback to Remat≈ costs at most that share more; never less
+    than :data:`BF_MIN_SECONDS`."""
+    return max(BF_TIME * last - (time.perf_counter() - t0), BF_MIN_SECONDS)
+
+
 def _may_split(engine: Any, e_minus: dict[str, RowSet]) -> bool:
     """Whether deleting ``e_minus`` may take a derivation from an equality fact, so that
     a class may split (:func:`reaching`).  When none can, DRed≈ keeps every class and
@@ -273,7 +281,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             try:
                 bf_eq(engine, e_minus, new_e, stats,
                       max(int(BF_BUDGET * n_i), LARGE_E) if alg == "auto" else None,
-                      max(BF_TIME * last, BF_MIN_SECONDS) if alg == "auto" and last
+                      _time_left(last, t0) if alg == "auto" and last
                       else None)
             except BFOverBudget as exc:
                 engine.state = saved
@@ -313,7 +321,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                 last = getattr(engine, "materialise_seconds", None)
                 dred_eq(engine, e_minus, e_plus, new_e, stats,
                         BUDGET if alg == "auto" else None,
-                        max(BF_TIME * last, BF_MIN_SECONDS) if alg == "auto" and last
+                        _time_left(last, t0) if alg == "auto" and last
                         else None)
             except OverBudget as exc:
                 engine.state = saved

@@ -412,15 +412,47 @@ class EqualityEngine(Engine):
         (its plans are rebuilt when a rule changed)."""
         new = {id(r): self._normalise(r)[0] for r in s.rules}
         if any(new[id(r)] is not r for r in s.rules):
-            for lst in (s.rules, s.recursive_rules, s.nonrecursive_rules):
-                lst[:] = [new[id(r)] for r in lst]
-            self.__dict__.get("_small_plans", {}).pop(s.index, None)
-            if s.index in self.module_plans:
-                plan = plan_modules(s)
-                if plan is None:
-                    self.module_plans.pop(s.index)
-                else:
-                    self.module_plans[s.index] = plan
+            self._set_rules(s, new)
+
+    def _set_rules(self, s: Stratum, new: dict[int, Rule]) -> None:
+        """Replace the rules of ``s`` (by the ids of its current ones) and rebuild its
+        plans."""
+        for lst in (s.rules, s.recursive_rules, s.nonrecursive_rules):
+            lst[:] = [new.get(id(r), r) for r in lst]
+        self.__dict__.get("_small_plans", {}).pop(s.index, None)
+        if s.index in self.module_plans:
+            plan = plan_modules(s)
+            if plan is None:
+                self.module_plans.pop(s.index)
+            else:
+                self.module_plans[s.index] = plan
+
+    def renormalise_rules(self) -> None:
+        """Rules as Remat≈ leaves them for the current ρ, from their written form: the
+        strata above the equality stratum and its recursive rules normalised by ρ.  A
+        maintenance algorithm that installs a new ρ (DRed≈, B/F≈) calls it, since the
+        continuation of Mat≈ compares each rule's normal form under the ρ it reaches with
+        the stratum's current rules to find the rules to evaluate once in full."""
+        identity = self._no_classes()
+        for s in self.strata:
+            if s.index < self.eq_stratum:
+                continue
+            rules, rec, nonrec = self._original[s.index]
+            if s.index == self.eq_stratum:
+                want = {id(r): r for r in nonrec}
+                for r in rec:
+                    n = r if identity else self._normalise(r)[0]
+                    if n is not r and id(r) in self._functional:
+                        self._functional[id(n)] = self._functional[id(r)]
+                    want[id(r)] = n
+            else:
+                want = {id(r): r if identity else self._normalise(r)[0] for r in rules}
+            target = [want[id(r)] for r in rules]
+            if [id(r) for r in s.rules] == [id(r) for r in target] and \
+                    [id(r) for r in s.recursive_rules] == [id(want[id(r)]) for r in rec]:
+                continue
+            s.rules[:], s.recursive_rules[:], s.nonrecursive_rules[:] = rules, rec, nonrec
+            self._set_rules(s, want)
 
     def _evaluate_equality_stratum(self, s: Stratum) -> StratumStats:
         """Seminaive rounds with a merge step after each (module docstring)."""

@@ -113,7 +113,7 @@ def dred_normal(engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, Any],
     state = UpdateState(be, engine.store, {}, 0)
     empty = {n: RowSet.empty(be, arity[n]) for n in rels}
     u = F.Update(engine.evaluator, state, normal_strata(engine, rho), explicit, em_n, empty,
-                 arity, stats, overdelete_limit=limit)
+                 arity, stats, overdelete_limit=limit, planned_backward=True)
     engine.evaluator.compact = keep_counts(be)
     try:
         F.dred(u)

@@ -340,6 +340,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         engine.state = saved
         engine.set_rho(saved_rho)
         raise
+    if run not in ("remat", "mat≈"):  # DRed≈ or B/F≈ ran: the rules as Remat≈ leaves them
+        engine.renormalise_rules()
     engine._device_changed()
     if first and not stats.note.startswith("Remat"):
         stats.note = first + stats.note

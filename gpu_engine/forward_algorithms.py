@@ -15,8 +15,9 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 
 from . import touch
-from .affected import VersionOf, affected, mark_rederivable, may_match
+from .affected import VersionOf, affected, mark_rederivable, may_match, rederivable
 from .aggregates import update_stratum as update_aggregate
+from .backward_plan import join_backward, supported
 from .fdu import at_boundary
 from .ir import Atom, Negation, Rule
 from .rowset import RowSet, union_rows
@@ -54,6 +55,10 @@ class Update:
     # DRed's overdeletion stops with TooLarge past this many facts (a caller that would
     # rather rematerialise: gpu_engine.equality_dred under auto)
     overdelete_limit: int | None = None
+    # DRed's one-step rederivation through the backward planner (smallest estimated
+    # fan-out first: gpu_engine.backward_plan) for rules without negation, instead of
+    # the evaluator's order (gpu_engine.equality_dred sets it)
+    planned_backward: bool = False
 
     @property
     def be(self) -> Any:
@@ -256,10 +261,45 @@ def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
         if not len(d):
             continue
         hit = u.explicit[r].has(d) & ~u.e_minus[r].has(d)
-        mark_rederivable(u.be, u.ev, [x for x in s.rules if x.head.relation == r], d, hit,
-                         st.mid, st.old_plus, u.stats)
+        rules = [x for x in s.rules if x.head.relation == r]
+        if u.planned_backward:
+            _rederive_planned(u, rules, d, hit)
+        else:
+            mark_rederivable(u.be, u.ev, rules, d, hit, st.mid, st.old_plus, u.stats)
         out[r] = d.select(hit)
     return out
+
+
+def _rederive_planned(u: Update, rules: list[Rule], d: RowSet, hit: Any) -> None:
+    """Set ``hit`` for the rows of ``d`` that one of ``rules`` derives in one step over
+    ``I \\ (D \\ A)``: by :func:`gpu_engine.backward_plan.join_backward` (head bound,
+    body atoms joined smallest estimated fan-out first) for rules without negation, by
+    :func:`gpu_engine.affected.rederivable` for the others."""
+    st = u.state
+    xp = u.be.xp
+    mid: dict[str, RunSet] = {}
+
+    def source(n: str) -> RunSet:
+        if n not in mid:
+            s = st.rel[n]
+            mid[n] = s.I.without(s.gone.compact()) if len(s.gone) else s.I
+        return mid[n]
+
+    for rule in rules:
+        if bool(hit.all()):
+            return
+        rest = d.select(~hit)
+        if supported(rule) and not any(isinstance(x, Negation) for x in rule.body):
+            b = join_backward(u.ev, rule, rest, source, lambda n: st.rel[n].I)
+            if b is None:
+                continue
+            got = b.cols["#fact"]
+            u.stats.backward += b.n
+        else:
+            mask, matched = rederivable(u.ev, rule, rest, st.mid, st.old_plus)
+            u.stats.backward += matched
+            got = xp.flatnonzero(mask)
+        hit[xp.flatnonzero(~hit)[got]] = True
 
 
 # --- DRed^c (Algorithm 2) ----------------------------------------------------------------

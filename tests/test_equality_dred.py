@@ -143,3 +143,14 @@ def test_auto_splits_a_deletion(seed: int) -> None:
             st.note.startswith("Remat"), st.note
     facts = {n: [x for x in v if x not in dele.get(n, ())] for n, v in facts.items()}
     assert same_state(r, fresh(PROGRAM, facts, r)), (seed, dele, st.note)
+
+
+def test_rules_follow_the_new_rho() -> None:
+    """Regression (fuzz seed 5074): DRed≈ split a class, so the rule constant "f" is its
+    own representative again; the insertion that merges it once more must evaluate the
+    rule reading "f" in full (the stratum's rules had kept the old normal form, and
+    Mat≈'s continuation missed r0(1, a))."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(5074, steps=3, paths_run=("dred_eq", "bf_eq", "remat"))
+    assert rec["disagreements"] == [], rec

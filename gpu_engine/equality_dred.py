@@ -65,24 +65,23 @@ def structural(engine: Any) -> bool:
 
 
 def normal_strata(engine: Any, rho: Any) -> list[Stratum]:
-    """The engine's strata with their rules normalised by ``rho`` (kept on the engine per
-    ρ; a normal rule equal to one built before is that object again, so what maintenance
-    caches per rule stays valid across updates)."""
+    """The engine's strata with their written rules normalised by ``rho`` (kept on the
+    engine per ρ; a normal rule equal to one built before is that object again, so what
+    maintenance caches per rule stays valid across updates)."""
     hit = engine.__dict__.get("_dred_normal")
-    if hit is not None and hit[0] is rho and hit[1] is engine.strata:
-        return hit[2]
-    memo: dict[Rule, Rule] = {} if hit is None else hit[3]
+    if hit is not None and hit[0] is rho:
+        return hit[1]
+    memo: dict[Rule, Rule] = {} if hit is None else hit[2]
     out = []
     for s in engine.strata:
-        every = list({id(r): r for r in (*s.rules, *s.recursive_rules,
-                                         *s.nonrecursive_rules)}.values())
+        rules, rec, nonrec = engine._original[s.index]
+        every = list({id(r): r for r in (*rules, *rec, *nonrec)}.values())
         new = {id(r): memo.setdefault(n, n)
                for r, n in zip(every, _normal_rules(engine, every, rho))}
-        out.append(Stratum(s.index, s.relations, [new[id(r)] for r in s.rules],
-                           [new[id(r)] for r in s.recursive_rules],
-                           [new[id(r)] for r in s.nonrecursive_rules],
+        out.append(Stratum(s.index, s.relations, [new[id(r)] for r in rules],
+                           [new[id(r)] for r in rec], [new[id(r)] for r in nonrec],
                            s.subsumptions, s.aggregate, s.lookups))
-    engine._dred_normal = (rho, engine.strata, out, memo)
+    engine._dred_normal = (rho, out, memo)
     return out
 
 
@@ -137,7 +136,7 @@ def dred_normal(engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, Any],
     if done is not None:  # the occurrence counts follow the installed I′ (nothing fails now)
         counts, vals, k = done
         counts[vals] -= k
-        engine._eq_occurrences = (engine.store, counts)
+        engine._eq_occurrences = (dict(engine.store), counts)  # a snapshot: stores change in place
     stats.note = ("DRed≈ in normal form (no deleted fact reaches an equality: no class "
                   f"can split); {stats.backward:,} instances checked backwards")
 

@@ -154,3 +154,13 @@ def test_rules_follow_the_new_rho() -> None:
 
     rec = run_sequence(5074, steps=3, paths_run=("dred_eq", "bf_eq", "remat"))
     assert rec["disagreements"] == [], rec
+
+
+def test_occurrence_counts_follow_other_updates() -> None:
+    """Regression (fuzz seed 10401): delete r2(e) (e leaves every column: e≈e goes),
+    insert it again (Mat≈), delete it again: the occurrence counts kept on the engine
+    must not be taken for the store the insertion changed in place."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(10401, steps=3, paths_run=("dred_eq", "remat"))
+    assert rec["disagreements"] == [], rec

@@ -208,6 +208,14 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = engine.state.snapshot()
     saved_rho = engine.rho()
+
+    def give_up(what: str, exc: Exception) -> str:
+        """auto's fallback: the state as it was, and Remat≈ to run."""
+        engine.state = saved
+        engine.set_rho(saved_rho)
+        stats.note = f"Remat≈ (auto): {what} stopped, {exc}"
+        return "remat"
+
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
@@ -260,10 +268,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                         equality_dred.dred_normal(engine, safe, mid_e, stats,
                                                   max(int(BUDGET * n_i), LARGE_E))
                     except OverBudget as exc:
-                        engine.state = saved
-                        engine.set_rho(saved_rho)
-                        run = "remat"
-                        stats.note = f"Remat≈ (auto): DRed≈ stopped, {exc}"
+                        run = give_up("DRed≈", exc)
                     else:
                         e_minus = {n: em.select(mask[n]) if n in mask else em.select(
                             engine.be.xp.zeros(len(em), dtype=bool))
@@ -284,10 +289,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                       _time_left(last, t0) if alg == "auto" and last
                       else None)
             except BFOverBudget as exc:
-                engine.state = saved
-                engine.set_rho(saved_rho)
-                run = "remat"
-                stats.note = f"Remat≈ (auto): B/F≈ stopped, {exc}"
+                run = give_up("B/F≈", exc)
             else:
                 run = "b/f≈"
                 if stats.inserted:  # mixed: Mat≈ continues with E⁺ under π′ (pitfall 8)
@@ -311,11 +313,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                         max(int(BUDGET * n_i), LARGE_E) if alg == "auto" else None)
                     run = "dred≈"
                 except OverBudget as exc:
-                    engine.state = saved
-                    engine.set_rho(saved_rho)
-                    run = "remat"
                     stats.__dict__.update(before.__dict__)
-                    stats.note = f"Remat≈ (auto): DRed≈ stopped, {exc}"
+                    run = give_up("DRed≈", exc)
         if run not in ("remat", "mat≈", "b/f≈", "dred≈"):
             try:
                 last = getattr(engine, "materialise_seconds", None)
@@ -324,10 +323,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                         _time_left(last, t0) if alg == "auto" and last
                         else None)
             except OverBudget as exc:
-                engine.state = saved
-                engine.set_rho(saved_rho)
-                run = "remat"
-                stats.note = f"Remat≈ (auto): DRed≈ stopped, {exc}"
+                run = give_up("DRed≈", exc)
                 stats.overdeleted = 0
         if run == "remat":
             engine.explicit = new_e

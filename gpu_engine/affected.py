@@ -169,13 +169,16 @@ def rederivable(ev: RuleEvaluator, rule: Rule, facts: RowSet, pos: VersionOf,
 
 
 def mark_rederivable(be: Any, ev: RuleEvaluator, rules: list[Rule], rows: RowSet, hit: Any,
-                     source: Any, old: Any, stats: Any) -> None:
+                     source: Any, old: Any, stats: Any, step: Any = None) -> None:
     """Set ``hit`` (in place) for each row of ``rows`` that one of ``rules`` (rules for
-    the rows' relation) rederives (:func:`rederivable` over ``source``/``old``), trying
-    each rule on the rows not hit yet; adds the instances matched to ``stats.backward``."""
+    the rows' relation) rederives (:func:`rederivable` over ``source``/``old``, or
+    ``step(rule, rows)`` giving the same (mask, instances matched)), trying each rule on
+    the rows not hit yet; adds the instances matched to ``stats.backward``."""
     for rule in rules:
         if bool(hit.all()):
             return
-        got, matched = rederivable(ev, rule, rows.select(~hit), source, old)
+        rest = rows.select(~hit)
+        got, matched = (rederivable(ev, rule, rest, source, old) if step is None
+                        else step(rule, rest))
         stats.backward += matched
         hit[be.xp.flatnonzero(~hit)[got]] = True

@@ -14,12 +14,13 @@ head's image, a membership test.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import bind_head
+from .affected import VersionOf, bind_head, rederivable
 from .expr import const_value, term_vars
-from .ir import Atom, Call, Compare, Const, Rule, Var
+from .ir import Atom, Call, Compare, Const, Negation, Rule, Var
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator
 from .runs import RunSet
@@ -120,3 +121,20 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
         cols_out = [xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(out))]
         return Bindings(dict(zip(out, cols_out)), len(cols_out[0]))
     return Bindings({v: b.cols[v] for v in out}, b.n)
+
+
+def one_step(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_of: RowsOf,
+             pos: VersionOf, neg: VersionOf) -> tuple[Any, int]:
+    """Mask over ``facts``: which have an instance of ``rule`` (DRed's one-step
+    rederivation), and the instances matched.  Through :func:`join_backward` over
+    ``source`` when the rule has no head functor and no negation, else through
+    :func:`gpu_engine.affected.rederivable` (positive atoms over ``pos``, negated ones
+    missing ``neg``)."""
+    if not supported(rule) or any(isinstance(x, Negation) for x in rule.body):
+        return rederivable(ev, rule, facts, pos, neg)
+    hit = ev.be.xp.zeros(len(facts), dtype=bool)
+    b = join_backward(ev, rule, facts, source, rows_of)
+    if b is None:
+        return hit, 0
+    hit[b.cols["#fact"]] = True
+    return hit, b.n

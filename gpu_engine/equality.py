@@ -419,6 +419,10 @@ class EqualityEngine(Engine):
         plans."""
         for lst in (s.rules, s.recursive_rules, s.nonrecursive_rules):
             lst[:] = [new.get(id(r), r) for r in lst]
+        self._replan(s)
+
+    def _replan(self, s: Stratum) -> None:
+        """Drop the plans of ``s`` built for its former rules."""
         self.__dict__.get("_small_plans", {}).pop(s.index, None)
         if s.index in self.module_plans:
             plan = plan_modules(s)
@@ -438,21 +442,21 @@ class EqualityEngine(Engine):
             if s.index < self.eq_stratum:
                 continue
             rules, rec, nonrec = self._original[s.index]
-            if s.index == self.eq_stratum:
-                want = {id(r): r for r in nonrec}
-                for r in rec:
-                    n = r if identity else self._normalise(r)[0]
-                    if n is not r and id(r) in self._functional:
-                        self._functional[id(n)] = self._functional[id(r)]
-                    want[id(r)] = n
-            else:
-                want = {id(r): r if identity else self._normalise(r)[0] for r in rules}
-            target = [want[id(r)] for r in rules]
-            if [id(r) for r in s.rules] == [id(r) for r in target] and \
-                    [id(r) for r in s.recursive_rules] == [id(want[id(r)]) for r in rec]:
+            keep = set(map(id, nonrec)) if s.index == self.eq_stratum else set()
+            want = {id(r): r if identity or id(r) in keep else self._normalise(r)[0]
+                    for r in rules}
+            for r in rec:
+                n = want[id(r)]
+                if n is not r and id(r) in self._functional:
+                    self._functional[id(n)] = self._functional[id(r)]
+            lists = (s.rules, s.recursive_rules, s.nonrecursive_rules)
+            target = [[want[id(r)] for r in lst] for lst in (rules, rec, nonrec)]
+            if all(len(a) == len(b) and all(x is y for x, y in zip(a, b))
+                   for a, b in zip(lists, target)):
                 continue
-            s.rules[:], s.recursive_rules[:], s.nonrecursive_rules[:] = rules, rec, nonrec
-            self._set_rules(s, want)
+            for lst, t in zip(lists, target):
+                lst[:] = t
+            self._replan(s)
 
     def _evaluate_equality_stratum(self, s: Stratum) -> StratumStats:
         """Seminaive rounds with a merge step after each (module docstring)."""

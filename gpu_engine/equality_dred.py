@@ -34,6 +34,7 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 
 from . import forward_algorithms as F
+from .affected import mark_rederivable
 from .equality_explicit import Classes, ExplicitImage, gather
 from .equality_maintenance import OverBudget, _backward, _may_split, _normal_rules
 from .ir import Rule
@@ -189,14 +190,11 @@ def _closure_rows(engine: Any, before: dict[str, Any], store: dict[str, Any],
         hit = explicit.has(rows)
         keep = dict(store)  # I′ less the rows in question (DRed's I \\ D)
         keep[eq] = store[eq].without(rows)
-        for s in normal_strata(engine, cl.rho):
-            for rule in s.rules:
-                if rule.head.relation != eq or bool(hit.all()):
-                    continue
-                got, matched = _backward(engine.evaluator, rule, rows.select(~hit), keep,
-                                         store.__getitem__)
-                stats.backward += matched
-                hit[xp.flatnonzero(~hit)[got]] = True
+        s = next(s for s in normal_strata(engine, cl.rho) if s.index == engine.eq_stratum)
+        ev = engine.evaluator
+        mark_rederivable(be, ev, [r for r in s.rules if r.head.relation == eq], rows, hit,
+                         None, None, stats,
+                         lambda rule, rest: _backward(ev, rule, rest, keep, store.__getitem__))
         gone = rows.select(~hit)
         if len(gone):
             store[eq] = store[eq].without(gone)

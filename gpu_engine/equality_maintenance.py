@@ -57,8 +57,8 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import may_match, rederivable
-from .backward_plan import join_backward, supported
+from .affected import may_match
+from .backward_plan import one_step
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
 from .expr import const_value
@@ -216,6 +216,21 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         stats.note = f"Remat≈ (auto): {what} stopped, {exc}"
         return "remat"
 
+    def in_normal_form(em: dict[str, RowSet], e: dict[str, RunSet], auto: bool
+                       ) -> OverBudget | None:
+        """DRed in normal form for ``em`` (E′ = ``e``; under auto with DRed≈'s budget);
+        the exception when it stopped (the statistics as they were)."""
+        from .equality_dred import dred_normal
+
+        n_i = sum(len(engine.store[n]) for n in engine.program.relations)
+        before = dataclasses.replace(stats)
+        try:
+            dred_normal(engine, em, e, stats, max(int(BUDGET * n_i), LARGE_E) if auto else None)
+        except OverBudget as exc:
+            stats.__dict__.update(before.__dict__)
+            return exc
+        return None
+
     try:
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
@@ -263,12 +278,9 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                     for n, e in engine.explicit.items():
                         ne = e.without(safe[n]) if len(safe[n]) else e
                         mid_e[n] = ne.compacted() if ne.worth_compacting() else ne
-                    n_i = sum(len(engine.store[n]) for n in engine.program.relations)
-                    try:
-                        equality_dred.dred_normal(engine, safe, mid_e, stats,
-                                                  max(int(BUDGET * n_i), LARGE_E))
-                    except OverBudget as exc:
-                        run = give_up("DRed≈", exc)
+                    stop = in_normal_form(safe, mid_e, True)
+                    if stop is not None:
+                        run = give_up("DRed≈", stop)
                     else:
                         e_minus = {n: em.select(mask[n]) if n in mask else em.select(
                             engine.be.xp.zeros(len(em), dtype=bool))
@@ -305,16 +317,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             from . import equality_dred
 
             if equality_dred.ENABLED and equality_dred.applies(engine, e_minus, e_plus):
-                n_i = sum(len(engine.store[n]) for n in engine.program.relations)
-                before = dataclasses.replace(stats)
-                try:
-                    equality_dred.dred_normal(
-                        engine, e_minus, new_e, stats,
-                        max(int(BUDGET * n_i), LARGE_E) if alg == "auto" else None)
-                    run = "dred≈"
-                except OverBudget as exc:
-                    stats.__dict__.update(before.__dict__)
-                    run = give_up("DRed≈", exc)
+                stop = in_normal_form(e_minus, new_e, alg == "auto")
+                run = "dred≈" if stop is None else give_up("DRed≈", stop)
         if run not in ("remat", "mat≈", "b/f≈", "dred≈"):
             try:
                 last = getattr(engine, "materialise_seconds", None)
@@ -399,16 +403,10 @@ def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_
               ) -> tuple[Any, int]:
     """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
     ``keep``: DRed's one-step rederivation by the planner shared with B/F≈
-    (:func:`gpu_engine.backward_plan.join_backward`: head bound, body atoms joined one at a
+    (:func:`gpu_engine.backward_plan.one_step`: head bound, body atoms joined one at a
     time, smallest estimated fan-out first); and the number of instances matched."""
-    if not supported(rule):
-        return rederivable(ev, rule, facts, keep.__getitem__, keep.__getitem__)
-    hit = ev.be.xp.zeros(len(facts), dtype=bool)
-    b = join_backward(ev, rule, facts, keep.__getitem__, rows_of)
-    if b is None:
-        return hit, 0
-    hit[b.cols["#fact"]] = True
-    return hit, b.n
+    return one_step(ev, rule, facts, keep.__getitem__, rows_of, keep.__getitem__,
+                    keep.__getitem__)
 
 
 def _present(be: Any, vals: Any, keep: dict[str, RunSet], dom: dict[str, tuple[int, ...]],

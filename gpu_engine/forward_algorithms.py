@@ -15,9 +15,9 @@ from typing import Any
 from gpu_engine.kernels.backend import INDEX
 
 from . import touch
-from .affected import VersionOf, affected, mark_rederivable, may_match, rederivable
+from .affected import VersionOf, affected, mark_rederivable, may_match
 from .aggregates import update_stratum as update_aggregate
-from .backward_plan import join_backward, supported
+from .backward_plan import one_step
 from .fdu import at_boundary
 from .ir import Atom, Negation, Rule
 from .rowset import RowSet, union_rows
@@ -261,22 +261,17 @@ def _dred_rederive(u: Update, s: Stratum) -> dict[str, RowSet]:
         if not len(d):
             continue
         hit = u.explicit[r].has(d) & ~u.e_minus[r].has(d)
-        rules = [x for x in s.rules if x.head.relation == r]
-        if u.planned_backward:
-            _rederive_planned(u, rules, d, hit)
-        else:
-            mark_rederivable(u.be, u.ev, rules, d, hit, st.mid, st.old_plus, u.stats)
+        mark_rederivable(u.be, u.ev, [x for x in s.rules if x.head.relation == r], d, hit,
+                         st.mid, st.old_plus, u.stats,
+                         _planned_step(u) if u.planned_backward else None)
         out[r] = d.select(hit)
     return out
 
 
-def _rederive_planned(u: Update, rules: list[Rule], d: RowSet, hit: Any) -> None:
-    """Set ``hit`` for the rows of ``d`` that one of ``rules`` derives in one step over
-    ``I \\ (D \\ A)``: by :func:`gpu_engine.backward_plan.join_backward` (head bound,
-    body atoms joined smallest estimated fan-out first) for rules without negation, by
-    :func:`gpu_engine.affected.rederivable` for the others."""
+def _planned_step(u: Update) -> Any:
+    """DRed's one-step rederivation through the backward planner
+    (:func:`gpu_engine.backward_plan.one_step`) over ``I \\ (D \\ A)`` as run sets."""
     st = u.state
-    xp = u.be.xp
     mid: dict[str, RunSet] = {}
 
     def source(n: str) -> RunSet:
@@ -285,21 +280,10 @@ def _rederive_planned(u: Update, rules: list[Rule], d: RowSet, hit: Any) -> None
             mid[n] = s.I.without(s.gone.compact()) if len(s.gone) else s.I
         return mid[n]
 
-    for rule in rules:
-        if bool(hit.all()):
-            return
-        rest = d.select(~hit)
-        if supported(rule) and not any(isinstance(x, Negation) for x in rule.body):
-            b = join_backward(u.ev, rule, rest, source, lambda n: st.rel[n].I)
-            if b is None:
-                continue
-            got = b.cols["#fact"]
-            u.stats.backward += b.n
-        else:
-            mask, matched = rederivable(u.ev, rule, rest, st.mid, st.old_plus)
-            u.stats.backward += matched
-            got = xp.flatnonzero(mask)
-        hit[xp.flatnonzero(~hit)[got]] = True
+    def step(rule: Rule, rows: RowSet) -> tuple[Any, int]:
+        return one_step(u.ev, rule, rows, source, lambda n: st.rel[n].I, st.mid, st.old_plus)
+
+    return step
 
 
 # --- DRed^c (Algorithm 2) ----------------------------------------------------------------

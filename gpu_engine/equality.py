@@ -64,6 +64,7 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX, Backend
 from gpu_engine.kernels.components import connected_components
+from gpu_engine.kernels.sets import unique_keys
 
 from . import equality_expand as eq_expand
 from .engine import Engine, ProgressHook, _atoms, counter_level
@@ -84,9 +85,13 @@ from .modules import plan_modules
 from .plan import Role, delta_variants
 from .rowset import RowSet
 from .rule_eval import RuleOutput
-from .runs import RunSet
+from .runs import COMPACT_SHARE, RunSet
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
+
+# a merge finds the rows of a relation holding moved values through column indexes when
+# the relation has more than this many rows per moved value (else it reads every run)
+SPLIT_BY_INDEX = 64
 
 # --- rules ------------------------------------------------------------------------------
 
@@ -631,12 +636,22 @@ class EqualityEngine(Engine):
         rewritten fact of its group)."""
         t0 = time.perf_counter()
         atom = _atoms(rule)[0]
-        rows = self.store[atom.relation].compact()
+        store = self.store[atom.relation]
+        g = [i for i in range(len(atom.args)) if i != p and isinstance(atom.args[i], Var)]
         if id(rule) not in full:
-            d = delta[atom.relation].compact()
+            d = self._select_consts(atom, delta[atom.relation].compact())
+            if len(d) == 0:
+                return
+            if g and 64 * len(d) < len(store):  # the groups' rows through an index
+                ids = g[0] in self.equality.domain.get(atom.relation, ())
+                rows = store.rows_with((g[0],), unique_keys(self.be, d.cols[g[0]]),
+                                       len(self.rho()) if ids else None)
+            else:
+                rows = store.compact()
+            rows = self._select_consts(atom, rows)
         else:
+            rows = self._select_consts(atom, store.compact())
             d = rows
-        rows, d = self._select_consts(atom, rows), self._select_consts(atom, d)
         if len(d) == 0:
             return
         head, n = star_edges(self.be, atom, p, rows, d)
@@ -723,12 +738,26 @@ class EqualityEngine(Engine):
 
     def _split(self, rows: RunSet, pos: tuple[int, ...], moved: Any
                ) -> tuple[RunSet, list[tuple[Any, ...]]]:
-        """(the rows none of whose domain values moved, the others' columns through ρ)."""
-        if rows.dead:
-            rows = rows.compacted()
+        """(the rows none of whose domain values moved, the others' columns through ρ).
+
+        When few values moved, the rows holding them are found through the runs' column
+        indexes (:meth:`RunSet.rows_with`) and leave under a tombstone, so a merge costs
+        the rows it rewrites; otherwise every run is read and rewritten."""
         if rows.arity == 0 or len(rows) == 0:
             return rows, []
         rho = self._rho
+        xp = self.be.xp
+        mv = xp.flatnonzero(moved).astype(INDEX)
+        if SPLIT_BY_INDEX * len(mv) < len(rows):
+            hit = rows.rows_with(pos, mv, len(moved))
+            if not len(hit):
+                return rows, []
+            dead = sum(len(x) for x in rows.dead)
+            if COMPACT_SHARE * (len(hit) + dead) <= len(rows):
+                return rows.without(hit), [tuple(rho[c] if i in pos else c
+                                                 for i, c in enumerate(hit.cols))]
+        if rows.dead:
+            rows = rows.compacted()
         keep, out = [], []
         for run in rows.runs:
             cols = run.cols

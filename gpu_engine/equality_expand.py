@@ -38,12 +38,20 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
     """(members sorted by representative, offset of each id's class, size of each id's
     class), the last two indexed by representative id (zero size for other ids)."""
     xp = be.xp
-    if be.is_gpu:
-        members = xp.argsort(rho).astype(INDEX)
-    else:
-        members = S.argsort_keys(be, rho.astype(INDEX, copy=False)).astype(INDEX, copy=False)
     sizes = xp.bincount(rho, minlength=len(rho)).astype(INDEX)
     offsets = xp.cumsum(sizes) - sizes
+    # a singleton is its own class's only member; only the members of larger classes
+    # are sorted (by representative, ties by id: a stable sort)
+    alone = sizes[rho] == 1
+    members = xp.empty(len(rho), dtype=INDEX)
+    members[offsets[alone]] = xp.flatnonzero(alone)
+    multi = xp.flatnonzero(~alone).astype(INDEX)
+    if len(multi):
+        r = rho[multi].astype(INDEX, copy=False)
+        order = xp.argsort(r) if be.is_gpu else S.argsort_keys(be, r)
+        sm, r = multi[order], r[order]
+        first = xp.searchsorted(r, r, side="left")
+        members[offsets[r] + xp.arange(len(sm), dtype=INDEX) - first] = sm
     return members, offsets, sizes
 
 

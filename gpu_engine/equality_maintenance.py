@@ -61,6 +61,7 @@ from .affected import may_match
 from .backward_plan import one_step
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
+from .equality_explicit import Classes, members_in
 from .expr import const_value
 from .ir import Compare, Const, Location, Negation, Rule
 from .plan import Role, delta_variants
@@ -76,6 +77,12 @@ LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs 
 BF_BUDGET = 0.03  # auto: B/F≈ gives up once it checks more than this fraction of |I|
 BF_TIME = 0.3  # ... or runs longer than this share of the last materialisation's time
 BF_MIN_SECONDS = 0.01  # ... but never less than this
+# auto: a deletion touching classes of two or more members runs DRed≈ when they have at
+# most this many members in all (exploding them costs little: LUBM(10) with duplicates,
+# 10 e-mail deletions, 2-member classes: DRed≈ 0.07 s, B/F≈ 0.20 s), else B/F≈, which
+# checks the facts of a large class rather than deleting and rederiving all of them
+# (the synthetic benchmark's classes of hundreds: B/F≈ 0.6-1.1 s, DRed≈ 0.9-2.1 s)
+SPLIT_MEMBERS = 64
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str, str]:
@@ -84,10 +91,11 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
     Many deletions (more than :data:`LARGE_UPDATE` of a large E) rematerialise.  A
     deletion that cannot reach an equality (:func:`_may_split`) runs DRed≈.  One that
     may, and touches a class of two or more members or deletes an equality, may split
-    classes: B/F≈ checks what each split costs and stops past its budget
-    (:data:`BF_BUDGET` of I, :data:`BF_TIME` of the last materialisation's time); one
-    that touches only singleton classes runs DRed≈ (bulk overdeletion and rederivation,
-    with its own budget).  Either falls back to Remat≈."""
+    classes: when those classes have more than :data:`SPLIT_MEMBERS` members, B/F≈
+    checks what each split costs and stops past its budget (:data:`BF_BUDGET` of I,
+    :data:`BF_TIME` of the last materialisation's time); one that touches only
+    singleton classes or small ones runs DRed≈ (bulk overdeletion, explosion and
+    rederivation, with its own budget).  Either falls back to Remat≈."""
     n_e = sum(len(e) for e in engine.explicit.values())
     if n_e >= LARGE_E and deleted > LARGE_UPDATE * n_e:
         return "remat", (f"Remat≈ (auto): {deleted:,} deletions are more than "
@@ -98,15 +106,19 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
     rho = engine.rho()
     xp = engine.be.xp
     sizes = xp.bincount(rho, minlength=len(rho))
-    for name, em in e_minus.items():
-        if not len(em):
-            continue
-        if name == eq.relation:
-            return "bf_eq", ""
-        for p in eq.domain.get(name, ()):
-            if bool((sizes[rho[em.cols[p]]] > 1).any()):
-                return "bf_eq", ""
-    return "dred_eq", ""
+    reps = [rho[c] for name, em in e_minus.items() if len(em)
+            for p in (range(2) if name == eq.relation else eq.domain.get(name, ()))
+            for c in (em.cols[p],)]
+    if not reps:
+        return "dred_eq", ""
+    r = xp.unique(xp.concatenate(reps))
+    r = r[sizes[r] > 1]
+    if not len(r):  # only singleton classes: nothing to split
+        return "dred_eq", ""
+    members = int(sizes[r].sum())
+    if members <= SPLIT_MEMBERS:  # small classes: DRed≈ explodes them in bulk
+        return "dred_eq", ""
+    return "bf_eq", ""
 
 
 
@@ -413,41 +425,19 @@ def _present(be: Any, vals: Any, keep: dict[str, RunSet], dom: dict[str, tuple[i
              size: int) -> Any:
     """Mask over ``vals`` (dictionary ids below ``size``): which occur in a domain column of
     a live row of ``keep`` (so their reflexive row ``same(c, c)`` still holds).  Relations
-    are read smallest first and the search stops once every value is found; per run and
-    column the occurrences are counted through the run's cached join index on the column
-    (a look-up per value), else by a flag over the dictionary gathered along the column;
-    occurrences in the relation's tombstones are subtracted (they are rows of the runs)."""
+    are read column by column, those with a join index first (a probe,
+    :meth:`gpu_engine.runs.RunSet.count_with`), the others smallest relation first (a
+    pass), for the values not found yet, until every value is found."""
     xp = be.xp
     if not len(vals):
         return xp.zeros(0, dtype=bool)
     u = xp.unique(vals)
     found = xp.zeros(len(u), dtype=bool)
-    flag = None
-    for n in sorted(dom, key=lambda r: len(keep[r])):
-        rs = keep[n]
-        if not len(rs):
-            continue
-        count = xp.zeros(len(u), dtype=INDEX)
-        for sets, sign in ((rs.runs, 1), (rs.dead, -1)):
-            for run in sets:
-                for p in dom[n]:
-                    ji = run._indexes.get(((p,), (), ())) if sign > 0 else None
-                    if ji is not None and ji.spec is not None and ji.sorted_keys is not None:
-                        from gpu_engine.kernels.join import probe
-                        from gpu_engine.kernels.keys import pack_probe
-
-                        _, cnt = probe(be, pack_probe(be, (u,), ji.spec), ji.sorted_keys)
-                        count += sign * cnt
-                        continue
-                    if flag is None:
-                        flag = xp.zeros(size, dtype=bool)
-                        flag[u] = True
-                    col = run.cols[p]
-                    h = col[flag[col]]
-                    if len(h):
-                        count += sign * xp.bincount(xp.searchsorted(u, h),
-                                                    minlength=len(u)).astype(INDEX)
-        found |= count > 0
+    order = sorted(((n, p) for n in dom if len(keep[n]) for p in dom[n]),
+                   key=lambda np_: (not keep[np_[0]].probes(np_[1]), len(keep[np_[0]])))
+    for n, p in order:
+        todo = xp.flatnonzero(~found)
+        found[todo] |= keep[n].count_with(p, u[todo], size) > 0
         if bool(found.all()):
             break
     return found[xp.searchsorted(u, vals)]
@@ -498,14 +488,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     flow = {id(r): flows_in(r, dom) for r in od_norm}
     sizes = xp.bincount(rho, minlength=len(rho))
     exploded = xp.zeros(len(rho), dtype=bool)
-    compact_i: dict[str, RowSet] = {}
     D: dict[str, RowSet] = {n: RowSet.empty(be, arity[n]) for n in rels}
     delta: dict[str, list[RowSet]] = {n: [] for n in rels}
-
-    def full_rows(n: str) -> RowSet:
-        if n not in compact_i:
-            compact_i[n] = old_store[n].compact()
-        return compact_i[n]
 
     def explode(reps: Any) -> None:
         if not len(reps):
@@ -515,18 +499,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if not len(reps):
             return
         exploded[reps] = True
-        fresh = xp.zeros(len(rho), dtype=bool)
-        fresh[reps] = True
-        for n, pos in dom.items():
-            rows = full_rows(n)
-            if not len(rows):
-                continue
-            mask = fresh[rows.cols[pos[0]]]
-            for p in pos[1:]:
-                mask |= fresh[rows.cols[p]]
-            if bool(mask.any()):
-                delta[n].append(rows.select(mask))
-                pending[0] += int(mask.sum())
+        for n, pos in dom.items():  # the rows holding them, through column indexes
+            got = old_store[n].rows_with(pos, reps, len(rho))
+            if len(got):
+                delta[n].append(got)
+                pending[0] += len(got)
         check(pending[0])
 
     pending = [0]  # rows an explosion put in ΔD (checked against the budget at once)
@@ -600,25 +577,20 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     keep = {n: old_store[n].without(D[n]) if len(D[n]) else old_store[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
+    classes = None
     for n in rels:  # (a) explicit facts whose normal form is doubtful, and E⁺
         pos = dom.get(n, ())
         e = new_e[n]
-        if len(e) and (len(D[n]) or pos):
-            for run in e.runs:
-                if not pos:
-                    cand = run.select(D[n].contains(run.cols)) if len(D[n]) else None
-                else:
-                    norm = _gather(run.cols, pos, rho)
-                    mask = member_x[run.cols[pos[0]]]
-                    for p in pos[1:]:
-                        mask |= member_x[run.cols[p]]
-                    if len(D[n]):
-                        mask |= D[n].contains(norm)
-                    cand = run.select(mask) if bool(mask.any()) else None
-                if cand is None or not len(cand):
-                    continue
-                if e.dead:
-                    cand = cand.select(e.has(cand))
+        if len(e) and len(D[n]):
+            # F^π ∩ E′ for F ∈ D (a written fact with a member of an exploded class has its
+            # normal form in D: the explosion deleted every row holding the class)
+            if not pos:
+                cand = D[n].select(e.has(D[n]))
+            else:
+                if classes is None:
+                    classes = Classes(rho, *engine.class_index())
+                cand = members_in(be, e, D[n], pos, classes)
+            if cand is not None and len(cand):
                 parts[n].append(_rows_of(be, _gather(cand.cols, pos, rho2), arity[n]))
         if len(e_plus[n]):
             parts[n].append(_rows_of(be, _gather(e_plus[n].cols, pos, rho2), arity[n]))

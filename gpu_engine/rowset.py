@@ -139,6 +139,36 @@ class RowSet:
         cols = None if self.cols_ is None else tuple(c[mask] for c in self.cols_)
         return RowSet(self.be, cols, self.keys[mask], self.spec, m)
 
+    def take(self, at: Any) -> RowSet:
+        """The rows at the sorted, distinct positions ``at`` (still sorted)."""
+        if self.arity == 0:
+            return self if len(at) and self.n else RowSet.empty(self.be, 0)
+        if len(at) == self.n:
+            return self
+        cols = None if self.cols_ is None else tuple(c[at] for c in self.cols_)
+        return RowSet(self.be, cols, self.keys[at], self.spec, len(at))
+
+    def positions_with(self, p: int, values: Any, flag: Any | None = None) -> Any:
+        """Sorted positions of the rows whose column ``p`` holds one of ``values``
+        (sorted, distinct): through the join index on the column (cached; the first
+        column's costs no sort) when it exists or ``flag`` is None, else by ``flag`` (a
+        mask over the dictionary, true at ``values``) gathered along the column."""
+        from gpu_engine.kernels.join import expand, probe
+
+        xp = self.be.xp
+        ji = self._indexes.get(((p,), (), ()))
+        if ji is None and flag is not None and p:
+            return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
+        ji = self.index((p,))
+        if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
+            return xp.flatnonzero(S.isin_sorted(self.be, self.cols[p], values)).astype(INDEX)
+        lo, cnt = probe(self.be, K.pack_probe(self.be, (values,), ji.spec), ji.sorted_keys)
+        _, at = expand(self.be, lo, cnt)
+        got = ji.rows[at]
+        if p:
+            got = xp.sort(got)
+        return got
+
     def merge(self, other: RowSet) -> RowSet:
         """Union with a disjoint sorted row set, by a linear merge."""
         if other.n == 0:

@@ -31,8 +31,8 @@ def test_paper_31_deletion_splits_classes(algorithm: str | None) -> None:
     st = r.update(delete={"R": [("a", "d")]}, algorithm=algorithm)
     if algorithm == "dred_eq":
         assert st.algorithm == "dred≈" and "exploded 2 classes" in st.note
-    else:  # auto: the deletion touches merged classes, so B/F≈ (gpu_engine/equality_bf.py)
-        assert st.algorithm == "b/f≈" or "time budget" in st.note
+    else:  # auto: the deletion touches small merged classes, so DRed≈ (SPLIT_MEMBERS)
+        assert st.algorithm == "dred≈" or "time budget" in st.note
     assert st.deleted == 1
     if st.algorithm != "remat≈":
         assert st.overdeleted == 3

@@ -33,6 +33,7 @@ from typing import Any
 
 from gpu_engine.kernels.backend import INDEX
 
+from . import equality_occurrences as occ
 from . import forward_algorithms as F
 from .affected import mark_rederivable
 from .equality_explicit import Classes, ExplicitImage, gather
@@ -137,29 +138,9 @@ def dred_normal(engine: Any, e_minus: dict[str, RowSet], new_e: dict[str, Any],
     if done is not None:  # the occurrence counts follow the installed I′ (nothing fails now)
         counts, vals, k = done
         counts[vals] -= k
-        engine._eq_occurrences = (dict(engine.store), counts)  # a snapshot: stores change in place
+        occ.remember(engine, engine.store, counts)
     stats.note = ("DRed≈ in normal form (no deleted fact reaches an equality: no class "
                   f"can split); {stats.backward:,} instances checked backwards")
-
-
-def _occurrences(engine: Any, store: dict[str, Any], dom: dict[str, tuple[int, ...]]
-                 ) -> Any:
-    """How often each dictionary id occurs in the domain columns of the live rows of
-    ``store`` (the relations of ``dom``): one pass over them, or the counts this module
-    left on the engine for the same relations (kept up to date by each deletion it runs,
-    so a stream of small deletions pays for what they remove)."""
-    hit = engine.__dict__.get("_eq_occurrences")
-    if hit is not None and all(hit[0].get(n) is store[n] for n in dom):
-        return hit[1]
-    xp = engine.be.xp
-    size = len(engine.rho())
-    counts = xp.zeros(size, dtype=xp.int64)
-    for sets, sign in ((lambda rs: rs.runs, 1), (lambda rs: rs.dead, -1)):
-        cols = [run.cols[p] for n, pos in dom.items() for run in sets(store[n]) for p in pos]
-        cols = [c for c in cols if len(c)]
-        if cols:
-            counts += sign * xp.bincount(xp.concatenate(cols), minlength=size)[:size]
-    return counts
 
 
 def _closure_rows(engine: Any, before: dict[str, Any], store: dict[str, Any],
@@ -173,7 +154,7 @@ def _closure_rows(engine: Any, before: dict[str, Any], store: dict[str, Any],
     and their numbers, for the caller to apply once I′ is installed."""
     be, xp = engine.be, engine.be.xp
     eq = engine.equality.relation
-    others = {n: p for n, p in dom.items() if n != eq}
+    others = occ.counted(engine)
     vals = [run.cols[p] for n, rs in removed.items() if n in others
             for run in rs.runs for p in others[n]]
     if not vals:  # nothing to delete; counts kept on the engine stay valid for I′
@@ -181,7 +162,7 @@ def _closure_rows(engine: Any, before: dict[str, Any], store: dict[str, Any],
         if hit is None or not all(hit[0].get(n) is before[n] for n in others):
             return None
         return hit[1], xp.zeros(0, dtype=INDEX), 0
-    counts = _occurrences(engine, before, others)
+    counts = occ.occurrences(engine, before)
     u, k = xp.unique(xp.concatenate(vals), return_counts=True)
     c = u[(counts[u] == k) & (cl.sizes[u] == 1)]  # no occurrence left, singleton class
     rows = RowSet.from_columns(be, (c, c), 2)

@@ -57,7 +57,9 @@ import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
 
-from .affected import may_match
+from . import equality_occurrences as occ
+from . import touch
+from .affected import affected
 from .backward_plan import one_step
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
@@ -68,6 +70,7 @@ from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
 from .runs import RunSet
 from .stats import RuleStats, UpdateStats
+from .views import View
 
 ALGORITHMS = ("auto", "remat", "dred_eq", "bf_eq")
 BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
@@ -421,28 +424,6 @@ def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_
                     keep.__getitem__)
 
 
-def _present(be: Any, vals: Any, keep: dict[str, RunSet], dom: dict[str, tuple[int, ...]],
-             size: int) -> Any:
-    """Mask over ``vals`` (dictionary ids below ``size``): which occur in a domain column of
-    a live row of ``keep`` (so their reflexive row ``same(c, c)`` still holds).  Relations
-    are read column by column, those with a join index first (a probe,
-    :meth:`gpu_engine.runs.RunSet.count_with`), the others smallest relation first (a
-    pass), for the values not found yet, until every value is found."""
-    xp = be.xp
-    if not len(vals):
-        return xp.zeros(0, dtype=bool)
-    u = xp.unique(vals)
-    found = xp.zeros(len(u), dtype=bool)
-    order = sorted(((n, p) for n in dom if len(keep[n]) for p in dom[n]),
-                   key=lambda np_: (not keep[np_[0]].probes(np_[1]), len(keep[np_[0]])))
-    for n, p in order:
-        todo = xp.flatnonzero(~found)
-        found[todo] |= keep[n].count_with(p, u[todo], size) > 0
-        if bool(found.all()):
-            break
-    return found[xp.searchsorted(u, vals)]
-
-
 def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[int, ...]]
              ) -> None:
     """Reflexive rows ``same(c, c)`` for the representatives in the domain columns of the
@@ -529,8 +510,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             explode(rho[a[a != b]])
     # a non-reflexive equality rule: its head terms differ as written (normalised
     # constants may coincide, as same("e", "g") under e, g ↦ g)
-    eq_heads = [r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]
-                for r in od_rules]
+    eq_heads = {id(n) for r, n in zip(od_rules, od_norm)
+                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]}
+    views = {n: View.of(old_store[n]) for n in rels}
+    version = views.__getitem__
     while True:
         dd: dict[str, RowSet] = {}
         for n in rels:
@@ -548,18 +531,13 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         check(0)
         delta = {n: [] for n in rels}
         ddr = {n: RunSet.of(d) for n, d in dd.items()}
-        for rule, is_eq in zip(od_norm, eq_heads):
-            atoms = _atoms(rule)
-            outs = []
-            for i, a in enumerate(atoms):
-                if a.relation not in ddr or not may_match(ev, a, ddr[a.relation]):
-                    continue
-                sources = [ddr[b.relation] if j == i else old_store[b.relation]
-                           for j, b in enumerate(atoms)]
-                outs.extend(ev.evaluate(rule, sources, {}, delta=ddr[a.relation]))
-                stats.derivations += sum(o.count for o in outs)
+        # Π⟦I : ΔD⟧ of the rules reading ΔD (found through the relations they read; a
+        # one-atom rule is a filter of ΔD: gpu_engine.affected)
+        for rule in touch.seeing(od_norm, ddr, None):
+            outs = affected(ev, rule, version, version, ddr)
             if not outs:
                 continue
+            stats.derivations += sum(o.count for o in outs)
             hn = rule.head.relation
             h = _outputs(be, arity[hn], outs)
             if flow[id(rule)] and len(h):  # unmerged values in merged columns
@@ -567,7 +545,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             h = h.select(old_store[rule.head.relation].has(h)) if len(h) else h
             if len(h):
                 delta[rule.head.relation].append(h)
-                if is_eq:
+                if id(rule) in eq_heads:
                     explode(h.cols[0])
     stats.overdeleted = overdeleted
     # --- 2. ρ' and I \ D -------------------------------------------------------------------
@@ -617,12 +595,17 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             stats.backward += matched
             if bool(hit.any()):
                 parts[h].append(D[h].select(hit))
+    counts = None  # occurrences in I \ D (equality_occurrences), when computed
     if len(od_rules) > len(rules) and len(D[eq.relation]):  # (b) for the ≈4 closure rows
         cand = D[eq.relation]
-        cand = cand.select(cand.cols[0] == cand.cols[1])
-        if len(cand):
-            parts[eq.relation].append(cand.select(_present(be, cand.cols[0], keep, dom,
-                                                                  len(rho))))
+        # an exploded class's representative is in no row of I \ D (the explosion took
+        # them all): its row goes, and the closure of the insertion re-adds the rows of
+        # the members that come back
+        cand = cand.select((cand.cols[0] == cand.cols[1]) & ~member_x[cand.cols[0]])
+        if len(cand):  # c≈c holds on when c occurs in a domain column of I \ D
+            counts = occ.add_rows(engine, occ.occurrences(engine, old_store),
+                                  {n: D[n] for n in occ.counted(engine)}, -1)
+            parts[eq.relation].append(cand.select(counts[cand.cols[0]] > 0))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     if deadline is not None and time.perf_counter() > deadline:
         raise OverBudget(f"it ran longer than {seconds:.2f} s (its time budget)")
@@ -643,6 +626,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         engine.eq_stats.setdefault(k, 0)
     if not engine.eq_stats["merge_rounds"] and bool((rho2 != ids).any()):
         engine.eq_stats["merge_rounds"] = 1  # ρ' is not the identity: _absorb normalises
+    merges = engine.eq_stats["merge_rounds"]
     try:
         prev, dl, cur, full = engine._merge(stratum, dict(keep), start, rules, new_norm,
                                            rstats)
@@ -675,6 +659,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     final = {n: engine.store[n].compacted() if engine.store[n].worth_compacting()
              else engine.store[n] for n in rels}
     engine.store = final
+    if counts is not None and engine.eq_stats["merge_rounds"] == merges:
+        # no merge rewrote a row of I \ D: I′ is I \ D and the rows the insertion added
+        for dl in added:
+            counts = occ.add_rows(engine, counts, dl, 1)
+        occ.remember(engine, final, counts)
     rederived = 0
     rho_f = engine.rho()
     for n in rels:

@@ -104,42 +104,6 @@ class RunSet:
             out = out.select(~self._in_dead(out.cols, len(out)))
         return out
 
-    def probes(self, p: int) -> bool:
-        """Whether :meth:`count_with` on column ``p`` probes indexes (costs no pass)."""
-        return p == 0 or all(((p,), (), ()) in r._indexes for r in self.runs)
-
-    def count_with(self, p: int, values: Any, n_ids: int) -> Any:
-        """Per value of ``values`` (sorted, distinct dictionary ids below ``n_ids``), the
-        number of live rows holding it in column ``p``: a probe of each run's cached
-        join index on the column (the first column's costs no sort), else a flag over
-        the ids gathered along the column; the tombstones' rows are subtracted."""
-        from gpu_engine.kernels.backend import INDEX
-        from gpu_engine.kernels.join import probe
-        from gpu_engine.kernels.keys import pack_probe
-
-        xp = self.be.xp
-        count = xp.zeros(len(values), dtype=INDEX)
-        flag = None
-        for sets, sign in ((self.runs, 1), (self.dead, -1)):
-            for run in sets:
-                ji = run._indexes.get(((p,), (), ()))
-                if ji is None and p == 0 and sign > 0:
-                    ji = run.index((0,))
-                if ji is not None and ji.spec is not None and ji.sorted_keys is not None:
-                    _, cnt = probe(self.be, pack_probe(self.be, (values,), ji.spec),
-                                   ji.sorted_keys)
-                    count += sign * cnt
-                    continue
-                if flag is None:
-                    flag = xp.zeros(max(n_ids, int(values[-1]) + 1), dtype=bool)
-                    flag[values] = True
-                col = run.cols[p]
-                h = col[flag[col]]
-                if len(h):
-                    count += sign * xp.bincount(xp.searchsorted(values, h),
-                                                minlength=len(values)).astype(INDEX)
-        return count
-
     def new_rows(self, d: RowSet) -> RowSet:
         """The rows of the sorted set ``d`` that are not in the relation.
 

@@ -1,0 +1,83 @@
+"""Rows holding given values, found through column indexes (RunSet.rows_with), and the
+class index of ρ, against plain-Python set semantics on every available backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_engine.kernels.backend import get_backend, gpu_available
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_engine.equality_expand import class_index
+from gpu_engine.rowset import RowSet
+from gpu_engine.runs import RunSet
+
+BACKENDS = ["cpu"] + (["gpu"] if gpu_available() else [])
+PARAMS = [pytest.param(b, marks=pytest.mark.gpu) if b == "gpu" else b for b in BACKENDS]
+
+row = st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+
+
+def _rows(be, rows):
+    xp = be.xp
+    cols = tuple(xp.asarray(np.array([r[i] for r in rows], dtype=np.int64)) for i in range(3))
+    return RowSet.from_columns(be, cols, 3)
+
+
+def _set(be, rs):
+    cols = [be.to_host(c).tolist() for c in rs.cols]
+    return set(zip(*cols)) if cols else set()
+
+
+@pytest.mark.parametrize("device", PARAMS)
+@settings(max_examples=60, deadline=None)
+@given(runs=st.lists(st.lists(row, max_size=25), min_size=1, max_size=4),
+       dead=st.lists(row, max_size=10), values=st.sets(st.integers(0, 31), max_size=6),
+       pos=st.sampled_from([(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)]),
+       flag=st.booleans(), indexed=st.booleans())
+def test_rows_with_is_a_filter(device, runs, dead, values, pos, flag, indexed):
+    """Live rows (tombstones hidden) with a value in a column of ``pos``: through cached
+    indexes, the first column's index, or a flag over the ids; one sorted run."""
+    be = get_backend(device)
+    rs = RunSet.empty(be, 3)
+    seen: set = set()
+    for r in runs:
+        fresh = [x for x in dict.fromkeys(r) if x not in seen]
+        seen.update(fresh)
+        if fresh:
+            rs = rs.append(_rows(be, fresh))
+    gone = [x for x in dict.fromkeys(dead) if x in seen]
+    if gone:
+        rs = rs.without(_rows(be, gone))
+    if indexed:  # later columns' indexes cached, as joins leave them
+        for run in rs.runs:
+            for p in (1, 2):
+                run.index((p,))
+    vals = be.xp.asarray(np.array(sorted(values), dtype=np.int64))
+    got = rs.rows_with(pos, vals, 32 if flag else None)
+    live = seen - set(gone)
+    assert _set(be, got) == {x for x in live if any(x[p] in values for p in pos)}
+    keys = be.to_host(got.keys).tolist()
+    assert keys == sorted(set(keys))
+
+
+@pytest.mark.parametrize("device", PARAMS)
+@settings(max_examples=60, deadline=None)
+@given(classes=st.lists(st.sets(st.integers(0, 60), min_size=1, max_size=8), max_size=8))
+def test_class_index_is_a_stable_sort_of_rho(device, classes):
+    """Members sorted by representative (ties by id), offsets and sizes per id."""
+    be = get_backend(device)
+    n = 61
+    rho = list(range(n))
+    taken: set = set()
+    for c in classes:
+        c = sorted(c - taken)
+        taken.update(c)
+        for m in c:
+            rho[m] = c[0]
+    members, offsets, sizes = class_index(be, be.xp.asarray(np.array(rho, dtype=np.int64)))
+    assert be.to_host(members).tolist() == sorted(range(n), key=lambda i: (rho[i], i))
+    counts = [rho.count(i) for i in range(n)]
+    assert be.to_host(sizes).tolist() == counts
+    assert be.to_host(offsets).tolist() == [sum(counts[:i]) for i in range(n)]

@@ -89,8 +89,9 @@ from .runs import COMPACT_SHARE, RunSet
 from .stats import MaterialisationStats, RuleStats, StratumStats
 from .stratify import Stratum, all_rules, stratify
 
-# a merge finds the rows of a relation holding moved values through column indexes when
-# the relation has more than this many rows per moved value (else it reads every run)
+# a merge (the star: a delta's groups) finds the rows of a relation holding the moved values
+# through column indexes when the relation has more than this many rows per value (else it
+# reads every run)
 SPLIT_BY_INDEX = 64
 
 # --- rules ------------------------------------------------------------------------------
@@ -642,7 +643,7 @@ class EqualityEngine(Engine):
             d = self._select_consts(atom, delta[atom.relation].compact())
             if len(d) == 0:
                 return
-            if g and 64 * len(d) < len(store):  # the groups' rows through an index
+            if g and SPLIT_BY_INDEX * len(d) < len(store):  # the groups' rows by index
                 ids = g[0] in self.equality.domain.get(atom.relation, ())
                 rows = store.rows_with((g[0],), unique_keys(self.be, d.cols[g[0]]),
                                        len(self.rho()) if ids else None)

@@ -295,52 +295,35 @@ class BFEq:
 
     def _containing(self, vals: Any, source: Any) -> Batch:
         """Every fact of ``source(n)`` with one of the values ``vals`` in a domain column
-        (lines 10 and 26).  Per run of the relation, a mask over its rows: through the
-        run's join index on the column when it is cached (a look-up per value), else by
-        a flag over the dictionary gathered along the column (one pass; building an
-        index on a later column would sort the run).  With a budget, the facts found
-        are counted per relation, the largest first, and :class:`OverBudget` is raised
-        before they are materialised when they would take the checked facts past it."""
-        from gpu_engine.kernels.join import probe
-        from gpu_engine.kernels.keys import pack_probe
-
+        (lines 10 and 26), found per run of the relation through the run's join index on
+        the column (the first column's, or a later one a join left cached: a look-up per
+        value), else by a flag over the dictionary gathered along the column
+        (:meth:`RunSet.positions_with`; building an index on a later column would sort the
+        run).  With a budget, the facts found are counted per relation, the largest
+        first, and :class:`OverBudget` is raised before they are materialised when they
+        would take the checked facts past it."""
         if not len(vals):
             return {}
-        xp, be = self.xp, self.be
-        vals = _unique(be, vals)
-        flag = None
+        vals = _unique(self.be, vals)
+        flag = self.xp.zeros(max(self.n_ids, int(vals[-1]) + 1), dtype=bool)
+        flag[vals] = True
         total = 0
-        masks: dict[str, list[tuple[RowSet, Any]]] = {}
+        found: dict[str, list[tuple[RowSet, Any]]] = {}
         for n in sorted(self.dom, key=lambda r: -len(self.I[r])):
             src = source(n)
             if not len(src):
                 continue
-            for run in src.runs:
-                mask = None
-                for p in self.dom[n]:
-                    ji = run._indexes.get(((p,), (), ()))
-                    if ji is not None and ji.spec is not None and ji.sorted_keys is not None:
-                        lo, cnt = probe(be, pack_probe(be, (vals,), ji.spec), ji.sorted_keys)
-                        _, at = expand(be, lo, cnt)
-                        m = xp.zeros(len(run), dtype=bool)
-                        m[ji.rows[at]] = True
-                    else:
-                        if flag is None:
-                            flag = xp.zeros(self.n_ids, dtype=bool)
-                            flag[vals] = True
-                        m = flag[run.cols[p]]
-                    mask = m if mask is None else mask | m
-                if mask is not None:
-                    total += int(mask.sum())
-                    masks.setdefault(n, []).append((run, mask))
+            hits = src.positions_with(self.dom[n], vals, flag)
+            if hits:
+                total += sum(len(at) for _, at in hits)
+                found[n] = hits
             if self.budget is not None and self.n_checked + total > self.budget:
                 raise OverBudget(f"{len(vals):,} classes are split or not proved, and "
                                  f"{total:,}+ facts holding them would be checked too "
                                  f"(budget {self.budget:,})")
         out: Batch = {}
-        for n, parts in masks.items():
-            got = [run.select(m) for run, m in parts if bool(m.any())]
-            u = self._union(n, got)
+        for n, hits in found.items():
+            u = self._union(n, [run.take(at) for run, at in hits])
             dead = source(n).dead
             if dead and len(u):
                 u = u.select(~source(n)._in_dead(u.cols, len(u)))

@@ -63,7 +63,7 @@ from .affected import affected
 from .backward_plan import one_step
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
-from .equality_explicit import Classes, members_in
+from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
 from .ir import Compare, Const, Location, Negation, Rule
 from .plan import Role, delta_variants
@@ -108,7 +108,7 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
     eq = engine.equality
     rho = engine.rho()
     xp = engine.be.xp
-    sizes = xp.bincount(rho, minlength=len(rho))
+    sizes = engine.class_index()[2]  # per representative id (kept per ρ)
     reps = [rho[c] for name, em in e_minus.items() if len(em)
             for p in (range(2) if name == eq.relation else eq.domain.get(name, ()))
             for c in (em.cols[p],)]
@@ -392,11 +392,6 @@ def _has_const(rule: Rule) -> bool:
         isinstance(lit, Compare) for lit in rule.body)
 
 
-def _gather(cols: tuple[Any, ...], pos: tuple[int, ...], rho: Any) -> tuple[Any, ...]:
-    """The columns with the domain positions ``pos`` mapped through ``rho``."""
-    return tuple(rho[c] if i in pos else c for i, c in enumerate(cols))
-
-
 def _rows_of(be: Any, cols: tuple[Any, ...], arity: int) -> RowSet:
     return RowSet.from_columns(be, tuple(cols), arity)
 
@@ -467,7 +462,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # --- 1. overdeletion in normal form, with explosions ----------------------------------
     od_norm = _normal_rules(engine, od_rules, rho)
     flow = {id(r): flows_in(r, dom) for r in od_norm}
-    sizes = xp.bincount(rho, minlength=len(rho))
+    classes = Classes(rho, *engine.class_index())
+    sizes = classes.sizes
     exploded = xp.zeros(len(rho), dtype=bool)
     D: dict[str, RowSet] = {n: RowSet.empty(be, arity[n]) for n in rels}
     delta: dict[str, list[RowSet]] = {n: [] for n in rels}
@@ -504,7 +500,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         em = e_minus[n]
         if not len(em):
             continue
-        delta[n].append(_rows_of(be, _gather(em.cols, dom.get(n, ()), rho), arity[n]))
+        delta[n].append(_rows_of(be, gather(em.cols, dom.get(n, ()), rho), arity[n]))
         if n == eq.relation:  # a deleted explicit equality a ≈ b, a ≠ b
             a, b = em.cols
             explode(rho[a[a != b]])
@@ -541,7 +537,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             hn = rule.head.relation
             h = _outputs(be, arity[hn], outs)
             if flow[id(rule)] and len(h):  # unmerged values in merged columns
-                h = _rows_of(be, _gather(h.cols, dom[hn], rho), arity[hn])
+                h = _rows_of(be, gather(h.cols, dom[hn], rho), arity[hn])
             h = h.select(old_store[rule.head.relation].has(h)) if len(h) else h
             if len(h):
                 delta[rule.head.relation].append(h)
@@ -555,7 +551,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     keep = {n: old_store[n].without(D[n]) if len(D[n]) else old_store[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
-    classes = None
     for n in rels:  # (a) explicit facts whose normal form is doubtful, and E⁺
         pos = dom.get(n, ())
         e = new_e[n]
@@ -565,13 +560,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             if not pos:
                 cand = D[n].select(e.has(D[n]))
             else:
-                if classes is None:
-                    classes = Classes(rho, *engine.class_index())
                 cand = members_in(be, e, D[n], pos, classes)
             if cand is not None and len(cand):
-                parts[n].append(_rows_of(be, _gather(cand.cols, pos, rho2), arity[n]))
+                parts[n].append(_rows_of(be, gather(cand.cols, pos, rho2), arity[n]))
         if len(e_plus[n]):
-            parts[n].append(_rows_of(be, _gather(e_plus[n].cols, pos, rho2), arity[n]))
+            parts[n].append(_rows_of(be, gather(e_plus[n].cols, pos, rho2), arity[n]))
     new_norm = _normal_rules(engine, rules, rho2)
     old_norm = od_norm[:len(rules)]
     for rule, old in zip(new_norm, old_norm):
@@ -586,7 +579,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 outs = ev.evaluate(rule, [keep[a.relation] for a in atoms], {})
                 got = _outputs(be, arity[h], outs)
                 if flows and len(got):
-                    got = _rows_of(be, _gather(got.cols, dom[h], rho2), arity[h])
+                    got = _rows_of(be, gather(got.cols, dom[h], rho2), arity[h])
                 parts[h].append(got)
             if flows:
                 continue
@@ -668,7 +661,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     rho_f = engine.rho()
     for n in rels:
         if len(D[n]):
-            rederived += int(final[n].has(_rows_of(be, _gather(D[n].cols, dom.get(n, ()),
+            rederived += int(final[n].has(_rows_of(be, gather(D[n].cols, dom.get(n, ()),
                                                                 rho_f), arity[n])).sum())
     stats.rederived = rederived
     stats.added = max(0, sum(len(final[n]) for n in rels) - (n_i - overdeleted) - rederived)

@@ -82,19 +82,11 @@ class RunSet:
         across updates; the first column's costs no sort), so the cost follows the rows
         found.  With ``n_ids`` (the columns hold dictionary ids below it) a later column
         without a cached index is read by a flag over the ids instead of being sorted."""
-        xp = self.be.xp
-        if not len(values) or not self.runs or not pos:
-            return RowSet.empty(self.be, self.arity)
         flag = None
-        if n_ids is not None:
-            flag = xp.zeros(max(n_ids, int(values[-1]) + 1), dtype=bool)
+        if n_ids is not None and len(values):
+            flag = self.be.xp.zeros(max(n_ids, int(values[-1]) + 1), dtype=bool)
             flag[values] = True
-        parts = []
-        for run in self.runs:
-            hits = [run.positions_with(p, values, flag) for p in pos]
-            at = hits[0] if len(hits) == 1 else xp.unique(xp.concatenate(hits))
-            if len(at):
-                parts.append(run.take(at))
+        parts = [run.take(at) for run, at in self.positions_with(pos, values, flag)]
         if not parts:
             return RowSet.empty(self.be, self.arity)
         out = parts[0]
@@ -102,6 +94,23 @@ class RunSet:
             out = out.merge(x)
         if self.dead and len(out):
             out = out.select(~self._in_dead(out.cols, len(out)))
+        return out
+
+    def positions_with(self, pos: tuple[int, ...], values: Any, flag: Any | None = None
+                       ) -> list[tuple[RowSet, Any]]:
+        """Per run with a hit, the sorted positions of its rows (tombstoned ones included)
+        with one of ``values`` (sorted, distinct) in a column of ``pos``
+        (:meth:`RowSet.positions_with`; ``flag``: a mask over the ids, true at
+        ``values``, read along a later column without a cached index)."""
+        xp = self.be.xp
+        if not len(values) or not pos:
+            return []
+        out = []
+        for run in self.runs:
+            hits = [run.positions_with(p, values, flag) for p in pos]
+            at = hits[0] if len(hits) == 1 else xp.unique(xp.concatenate(hits))
+            if len(at):
+                out.append((run, at))
         return out
 
     def new_rows(self, d: RowSet) -> RowSet:

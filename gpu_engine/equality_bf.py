@@ -178,7 +178,7 @@ class BFEq:
         for i, r in enumerate(self.rules):
             for n in {a.relation for a in _atoms(r)}:
                 self.by_rel.setdefault(n, []).append(i)
-        self._r_index: tuple[Any, Any, Any, Any] | None = None
+        self._r_count: tuple[Any, Any] | None = None
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
         self._consts: dict[Atom, tuple[tuple[int, int], ...]] = {}
@@ -333,23 +333,23 @@ class BFEq:
 
     # --- Algorithm 3 ---------------------------------------------------------------------
 
-    def _rindex(self) -> tuple[Any, Any, Any, Any]:
-        """(γ of the members of non-singleton classes, grouped by π and deduplicated; the
-        offset and the count of each class's group; the γ it was built for)."""
-        hit = self._r_index
-        if hit is not None and hit[3] is self.gamma:
-            return hit
+    def _rcount(self) -> Any:
+        """Per representative of a non-singleton class, the number of distinct γ values of
+        its members (|R_i| of Algorithm 3), for the current γ (cached per γ).  γ refines
+        π and each γ class is labelled by a member that γ fixes (its smallest id,
+        ``_rewrite``), so the count is the class's size less its members that γ moves:
+        read from the members γ moves, not from every member of every class."""
+        hit = self._r_count
+        if hit is not None and hit[0] is self.gamma:
+            return hit[1]
         xp = self.xp
-        m = self.multi
-        if len(m):
-            pairs = RowSet.from_columns(self.be, (self.rho[m], self.gamma[m]), 2)
-            reps, gs = pairs.cols
-        else:
-            reps = gs = xp.zeros(0, dtype=INDEX)
-        cnt = xp.bincount(reps, minlength=self.n_ids).astype(INDEX)
-        off = xp.cumsum(cnt) - cnt
-        self._r_index = (gs, off, cnt, self.gamma)
-        return self._r_index
+        moved = xp.flatnonzero(self.gamma != self.ids)
+        cnt = self.sizes.copy()
+        if len(moved):
+            reps, k = xp.unique(self.rho[moved], return_counts=True)
+            cnt[reps] -= k.astype(cnt.dtype, copy=False)
+        self._r_count = (self.gamma, cnt)
+        return cnt
 
     def _pv_image(self, n: str) -> tuple[RowSet, Any]:
         """π(P \\ P̂) of relation ``n`` with, per row, how many facts of P \\ P̂ it is
@@ -385,7 +385,7 @@ class BFEq:
                 idx = xp.flatnonzero(m)
                 if len(idx):
                     have[idx] = cnt[img.positions(tuple(c[idx] for c in rows.cols))]
-            _, _, rc, _ = self._rindex()
+            rc = self._rcount()
             need = xp.ones(k, dtype=INDEX)
             for p in pos:
                 v = rows.cols[p]

@@ -65,7 +65,7 @@ from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
 from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
-from .ir import Compare, Const, Location, Negation, Rule
+from .ir import Atom, Compare, Const, Location, Negation, Rule
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
 from .runs import RunSet
@@ -369,21 +369,73 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 
 
 def _normal_rules(engine: Any, rules: list[Rule], rho: Any) -> list[Rule]:
-    """``rules`` with their domain constants normalised by ``rho`` (each distinct constant
-    looked up once; rules without constants returned as they are)."""
+    """``rules`` with their domain constants normalised by ``rho`` (rules without
+    constants returned as they are).  Per rule, its constants' ids and the normal forms
+    met so far, by their representatives, are kept on the engine (:func:`_rule_facts`):
+    a later update pays one gather of the constants' representatives."""
     syms = engine.symbols
-    memo: dict[Any, Any] = {}
-
-    def fn(value: Any) -> Any:
-        if value not in memo:
-            cid = syms.encode(str(value))
-            rep = cid if cid >= len(rho) else int(engine.be.to_host(rho[cid:cid + 1])[0])
-            memo[value] = (value if rep == cid
-                           else syms.decode_many(np.array([rep], dtype=np.int64))[0])
-        return memo[value]
-
     dom = engine.equality.domain
-    return [map_constants(r, dom, fn)[0] if _has_const(r) else r for r in rules]
+    out = []
+    for r in rules:
+        facts = _rule_facts(engine, r)
+        if facts.ids is None:
+            out.append(r)
+            continue
+        ids = facts.ids
+        reps = ids.copy()
+        inside = ids < len(rho)
+        if inside.any():
+            reps[inside] = engine.be.to_host(rho[engine.be.xp.asarray(ids[inside])])
+        key = reps.tobytes()
+        hit = facts.normal.get(key)
+        if hit is None:
+            if len(facts.normal) > 64:
+                facts.normal.clear()
+            names = dict(zip(facts.values, syms.decode_many(reps)))
+            hit = facts.normal[key] = map_constants(
+                r, dom, lambda v, names=names: names.get(v, v))[0]
+        out.append(hit)
+    return out
+
+
+@dataclasses.dataclass
+class _RuleFacts:
+    """What DRed≈ and B/F≈ read of a rule every update: its domain constants (values and
+    dictionary ids; None: it has none), whether a merged head column may take an
+    unmerged value (:func:`gpu_engine.equality.flows_in`), and its normal forms met so
+    far, by the bytes of its constants' representatives; and whether each of its
+    instances over a materialisation derives a fact of it (``closed``: no choice-domain
+    head, no aggregate), so that an overdeletion needs no membership test of its heads."""
+
+    rule: Rule
+    values: list[Any]
+    ids: np.ndarray | None
+    flows: bool
+    normal: dict[bytes, Rule]
+    closed: bool
+
+
+def _rule_facts(engine: Any, rule: Rule) -> _RuleFacts:
+    memo = engine.__dict__.setdefault("_rule_facts", {})
+    hit = memo.get(id(rule))
+    if hit is not None and hit.rule is rule:
+        return hit
+    dom = engine.equality.domain
+    values: list[Any] = []
+    if _has_const(rule):
+        map_constants(rule, dom, lambda v: values.append(v) or v)
+        values = list(dict.fromkeys(values))
+    ids = (np.array([engine.symbols.encode(str(v)) for v in values], dtype=np.int64)
+           if values else None)
+    rel = engine.program.relations.get(rule.head.relation)
+    closed = (rel is not None and not rel.choice
+              and all(isinstance(lit, (Atom, Negation, Compare)) for lit in rule.body))
+    hit = _RuleFacts(rule, values, ids, flows_in(rule, {n: p for n, p in dom.items() if p}),
+                     {}, closed)
+    if len(memo) > 4096:
+        memo.clear()
+    memo[id(rule)] = hit
+    return hit
 
 
 def _has_const(rule: Rule) -> bool:
@@ -458,10 +510,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     rules = list(engine.rules)
     od_rules = list(rules)
     if eq.reflexive and not engine.reflexive_as_rules:  # closure rows: deleted through ≈4
-        od_rules += reflexive_rules(eq, arity)
+        if "_reflexive_rules" not in engine.__dict__:  # the same objects every update
+            engine._reflexive_rules = reflexive_rules(eq, arity)
+        od_rules += engine._reflexive_rules
     # --- 1. overdeletion in normal form, with explosions ----------------------------------
     od_norm = _normal_rules(engine, od_rules, rho)
-    flow = {id(r): flows_in(r, dom) for r in od_norm}
+    facts = {id(n): _rule_facts(engine, r) for r, n in zip(od_rules, od_norm)}
     classes = Classes(rho, *engine.class_index())
     sizes = classes.sizes
     exploded = xp.zeros(len(rho), dtype=bool)
@@ -536,9 +590,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             stats.derivations += sum(o.count for o in outs)
             hn = rule.head.relation
             h = _outputs(be, arity[hn], outs)
-            if flow[id(rule)] and len(h):  # unmerged values in merged columns
+            if facts[id(rule)].flows and len(h):  # unmerged values in merged columns
                 h = _rows_of(be, gather(h.cols, dom[hn], rho), arity[hn])
-            h = h.select(old_store[rule.head.relation].has(h)) if len(h) else h
+            if not facts[id(rule)].closed and len(h):  # I is a model of the others
+                h = h.select(old_store[hn].has(h))
             if len(h):
                 delta[rule.head.relation].append(h)
                 if id(rule) in eq_heads:
@@ -569,7 +624,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     old_norm = od_norm[:len(rules)]
     for rule, old in zip(new_norm, old_norm):
         h = rule.head.relation
-        flows = flow[id(old)]
+        flows = facts[id(old)].flows
         if rule != old or (flows and len(D[h])):
             # (c) constants normalised differently: every instance over I \ D; a rule
             # whose merged head column is bound from an unmerged one cannot be evaluated
@@ -641,7 +696,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     sources = [versions[role][a.relation] for a, role in zip(atoms, roles)]
                     engine._fire(rule, sources, outputs, rstats, dl[atoms[p].relation])
             prev = {n: engine.store[n] for n in rels}
-            dl = {n: RunSet.of(engine._absorb(n, outputs[n], recursive=True)) for n in rels}
+            dl = {n: RunSet.of(engine._absorb(n, outputs[n], recursive=True)) if outputs[n]
+                  else RunSet.empty(be, arity[n]) for n in rels}
             prev, dl, cur, full = engine._merge(stratum, prev, dl, rules, cur, rstats)
             added.append(dl)
     finally:

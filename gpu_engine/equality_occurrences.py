@@ -59,12 +59,12 @@ def add_rows(engine: Any, counts: Any, rows: dict[str, Any], sign: int) -> Any:
     if not cols:
         return counts
     size = len(counts)
-    vals = xp.concatenate(cols)
-    if len(vals) and int(vals.max()) >= size:  # ids added since: the identity beyond
-        counts = xp.concatenate([counts, xp.zeros(int(vals.max()) + 1 - size,
-                                                  dtype=counts.dtype)])
-        size = len(counts)
-    return counts + sign * xp.bincount(vals, minlength=size)
+    vals, k = xp.unique(xp.concatenate(cols), return_counts=True)
+    top = int(vals[-1]) + 1
+    out = (counts.copy() if top <= size else  # ids added since: the identity beyond
+           xp.concatenate([counts, xp.zeros(top - size, dtype=counts.dtype)]))
+    out[vals] += sign * k  # the ids the rows hold, not a pass over the dictionary
+    return out
 
 
 def remember(engine: Any, store: dict[str, RunSet], counts: Any) -> None:

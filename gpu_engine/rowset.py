@@ -157,6 +157,18 @@ class RowSet:
 
         xp = self.be.xp
         ji = self._indexes.get(((p,), (), ()))
+        if ji is None and p == 0 and self.n and (self.spec is not None or self.arity == 1):
+            # the rows sort by their keys, the first column most significant: the rows
+            # holding v are a range of keys (no index to build)
+            if self.spec is None:
+                lo = xp.searchsorted(self.keys, values, side="left")
+                hi = xp.searchsorted(self.keys, values, side="right")
+            else:
+                sh, off, w = self.spec.shifts[0], self.spec.offsets[0], self.spec.widths[0]
+                v = values[(values >= off) & (values - off < (1 << w))] - off
+                lo = xp.searchsorted(self.keys, v << sh, side="left")
+                hi = xp.searchsorted(self.keys, (v << sh) | ((1 << sh) - 1), side="right")
+            return expand(self.be, lo.astype(INDEX), (hi - lo).astype(INDEX))[1]
         if ji is None and flag is not None and p:
             return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
         ji = self.index((p,))

@@ -134,6 +134,37 @@ def test_budget_falls_back_to_remat() -> None:
     assert rows(r, "R") == rows(fresh, "R") and rows(r, "eq") == rows(fresh, "eq")
 
 
+def test_time_budget_binds_overdeletion_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DRed≈'s time budget is checked per overdeletion round: with none left, auto gives
+    up at the first round and rematerialises; once overdeletion ended, DRed≈ runs to its
+    end however long rederivation takes (giving up there would pay a whole Remat≈ more).
+    Both give Remat≈'s answer."""
+    import time
+
+    import gpu_engine.equality_maintenance as EM
+
+    facts = [("a", "b"), ("c", "d"), ("a", "d")]
+    monkeypatch.setattr(EM, "BF_TIME", 0.0)
+    monkeypatch.setattr(EM, "BF_MIN_SECONDS", 0.0)
+    r = paper_31(facts)
+    st = r.update(delete={"R": [("a", "d")]})
+    assert st.algorithm == "remat≈" and "DRed≈ stopped, it ran longer" in st.note, st.note
+    monkeypatch.setattr(EM, "BF_MIN_SECONDS", 0.05)
+    slow = EM._backward
+
+    def backward(*args: object, **kw: object) -> object:  # a slow rederivation
+        time.sleep(0.06)
+        return slow(*args, **kw)
+
+    monkeypatch.setattr(EM, "_backward", backward)
+    r2 = paper_31(facts)
+    st = r2.update(delete={"R": [("a", "d")]})
+    assert st.algorithm == "dred≈", st.note
+    for x in (r, r2):
+        assert rows(x, "R") == {("a", "b"), ("c", "d")}
+        assert rows(x, "eq") == {(v, v) for v in "abcd"}
+
+
 def test_store_and_cli_update(tmp_path: Path) -> None:
     from gpu_engine.host.store import open_store, save_store
 

@@ -35,24 +35,28 @@ CHUNK_ROWS = 1 << 23  # output rows per chunk of expand_chunks
 
 
 def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
-    """(members sorted by representative, offset of each id's class, size of each id's
-    class), the last two indexed by representative id (zero size for other ids)."""
+    """(members, offset of each id's class in ``members``, size of each id's class), the
+    last two indexed by representative id (zero size for other ids): the members of the
+    class of representative r are ``members[offsets[r]:offsets[r] + sizes[r]]``, sorted.
+
+    The members of classes of two or more come first, sorted by representative (ties by
+    id: a stable sort); then the identity, where each singleton's class is read at
+    ``len(multi) + id``.  Only the merged members are sorted and moved: an update that
+    changed ρ pays for the classes, not a scatter over the dictionary."""
     xp = be.xp
-    sizes = xp.bincount(rho, minlength=len(rho)).astype(INDEX)
-    offsets = xp.cumsum(sizes) - sizes
-    # a singleton is its own class's only member; only the members of larger classes
-    # are sorted (by representative, ties by id: a stable sort)
-    alone = sizes[rho] == 1
-    members = xp.empty(len(rho), dtype=INDEX)
-    members[offsets[alone]] = xp.flatnonzero(alone)
-    multi = xp.flatnonzero(~alone).astype(INDEX)
-    if len(multi):
-        r = rho[multi].astype(INDEX, copy=False)
-        order = xp.argsort(r) if be.is_gpu else S.argsort_keys(be, r)
-        sm, r = multi[order], r[order]
-        first = xp.searchsorted(r, r, side="left")
-        members[offsets[r] + xp.arange(len(sm), dtype=INDEX) - first] = sm
-    return members, offsets, sizes
+    n = len(rho)
+    sizes = xp.bincount(rho, minlength=n).astype(INDEX)
+    multi = xp.flatnonzero(sizes[rho] > 1).astype(INDEX)
+    k = len(multi)
+    offsets = xp.arange(k, k + n, dtype=INDEX)
+    if not k:
+        return xp.arange(n, dtype=INDEX), offsets, sizes
+    r = rho[multi].astype(INDEX, copy=False)
+    order = xp.argsort(r) if be.is_gpu else S.argsort_keys(be, r)
+    sm, r = multi[order], r[order]
+    starts = xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), r[1:] != r[:-1]]))
+    offsets[r[starts]] = starts.astype(INDEX)
+    return xp.concatenate([sm, xp.arange(n, dtype=INDEX)]), offsets, sizes
 
 
 def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: Any) -> Any:

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
+from gpu_engine.kernels.join import expand
 
 from . import equality_occurrences as occ
 from . import touch
@@ -605,9 +606,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     explode(h.cols[0])
     stats.overdeleted = overdeleted
     # --- 2. ρ' and I \ D -------------------------------------------------------------------
-    ids = xp.arange(len(rho), dtype=INDEX)
-    member_x = exploded[rho]  # members of exploded classes
-    rho2 = xp.where(member_x, ids, rho)
+    # the members of exploded classes become their own representatives
+    x_reps = xp.flatnonzero(exploded).astype(INDEX)
+    x_members = classes.members[expand(be, classes.offsets[x_reps], sizes[x_reps])[1]]
+    rho2 = rho.copy()
+    rho2[x_members] = x_members
     keep = {n: old_store[n].without(D[n]) if len(D[n]) else old_store[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
@@ -654,7 +657,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         # an exploded class's representative is in no row of I \ D (the explosion took
         # them all): its row goes, and the closure of the insertion re-adds the rows of
         # the members that come back
-        cand = cand.select((cand.cols[0] == cand.cols[1]) & ~member_x[cand.cols[0]])
+        cand = cand.select((cand.cols[0] == cand.cols[1]) & ~exploded[cand.cols[0]])
         if len(cand):  # c≈c holds on when c occurs in a domain column of I \ D
             counts = occ.add_rows(engine, occ.occurrences(engine, old_store),
                                   {n: D[n] for n in occ.counted(engine)}, -1)
@@ -675,7 +678,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine._compact_floor = {}
     for k in ("merge_rounds", "merged_constants"):  # an engine opened from a store
         engine.eq_stats.setdefault(k, 0)
-    if not engine.eq_stats["merge_rounds"] and bool((rho2 != ids).any()):
+    if not engine.eq_stats["merge_rounds"] and bool(
+            (rho2 != xp.arange(len(rho2), dtype=INDEX)).any()):
         engine.eq_stats["merge_rounds"] = 1  # ρ' is not the identity: _absorb normalises
     merges = engine.eq_stats["merge_rounds"]
     try:
@@ -730,7 +734,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine.materialised = True
     nx = int(exploded.sum())
     if nx:
-        stats.note = (f"DRed≈: exploded {nx:,} classes ({int(member_x.sum()):,} members); "
+        stats.note = (f"DRed≈: exploded {nx:,} classes ({len(x_members):,} members); "
                       f"{stats.backward:,} instances checked backwards")
     else:
         stats.note = f"DRed≈: no class split; {stats.backward:,} instances checked backwards"

@@ -65,8 +65,9 @@ def test_rows_with_is_a_filter(device, runs, dead, values, pos, flag, indexed):
 @pytest.mark.parametrize("device", PARAMS)
 @settings(max_examples=60, deadline=None)
 @given(classes=st.lists(st.sets(st.integers(0, 60), min_size=1, max_size=8), max_size=8))
-def test_class_index_is_a_stable_sort_of_rho(device, classes):
-    """Members sorted by representative (ties by id), offsets and sizes per id."""
+def test_class_index_reads_every_class(device, classes):
+    """Per representative, its members (sorted) at its offset; sizes per id; the merged
+    members first, sorted by representative (ties by id), then the identity."""
     be = get_backend(device)
     n = 61
     rho = list(range(n))
@@ -77,7 +78,11 @@ def test_class_index_is_a_stable_sort_of_rho(device, classes):
         for m in c:
             rho[m] = c[0]
     members, offsets, sizes = class_index(be, be.xp.asarray(np.array(rho, dtype=np.int64)))
-    assert be.to_host(members).tolist() == sorted(range(n), key=lambda i: (rho[i], i))
+    members, offsets = be.to_host(members).tolist(), be.to_host(offsets).tolist()
     counts = [rho.count(i) for i in range(n)]
     assert be.to_host(sizes).tolist() == counts
-    assert be.to_host(offsets).tolist() == [sum(counts[:i]) for i in range(n)]
+    for r in range(n):
+        got = members[offsets[r]:offsets[r] + counts[r]]
+        assert got == [i for i in range(n) if rho[i] == r]
+    merged = [i for i in range(n) if counts[rho[i]] > 1]
+    assert members == sorted(merged, key=lambda i: (rho[i], i)) + list(range(n))

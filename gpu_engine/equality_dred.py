@@ -158,10 +158,8 @@ def _closure_rows(engine: Any, before: dict[str, Any], store: dict[str, Any],
     vals = [run.cols[p] for n, rs in removed.items() if n in others
             for run in rs.runs for p in others[n]]
     if not vals:  # nothing to delete; counts kept on the engine stay valid for I′
-        hit = engine.__dict__.get("_eq_occurrences")
-        if hit is None or not all(hit[0].get(n) is before[n] for n in others):
-            return None
-        return hit[1], xp.zeros(0, dtype=INDEX), 0
+        hit = occ.kept(engine, before)
+        return None if hit is None else (hit, xp.zeros(0, dtype=INDEX), 0)
     counts = occ.occurrences(engine, before)
     u, k = xp.unique(xp.concatenate(vals), return_counts=True)
     c = u[(counts[u] == k) & (cl.sizes[u] == 1)]  # no occurrence left, singleton class

@@ -3,7 +3,8 @@
 A rewritten row ``(c1..ck)`` of a relation with domain positions ``P`` stands for every
 row that replaces each ``c_p`` (p ∈ P) by a member of its class.  The class index is a
 CSR built from ρ (:func:`class_index`: the members of each representative's class at
-its offset, sorted, and its size; merged classes first, then the identity).  The expansion is columnar, one pass per column:
+its offset, sorted, and its size; merged classes first, then the identity).  The
+expansion is columnar, one pass per column:
 
 * per input row the count ``Π_p size[c_p]`` (for chunking and counting only);
 * positions from the slowest to the fastest: the partial rows are expanded by the class

@@ -660,7 +660,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         cand = cand.select((cand.cols[0] == cand.cols[1]) & ~exploded[cand.cols[0]])
         if len(cand):  # c≈c holds on when c occurs in a domain column of I \ D
             counts = occ.add_rows(engine, occ.occurrences(engine, old_store),
-                                  {n: D[n] for n in occ.counted(engine)}, -1)
+                                  [{n: D[n] for n in occ.counted(engine)}], -1)
             parts[eq.relation].append(cand.select(counts[cand.cols[0]] > 0))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
@@ -717,9 +717,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine.store = final
     if counts is not None and engine.eq_stats["merge_rounds"] == merges:
         # no merge rewrote a row of I \ D: I′ is I \ D and the rows the insertion added
-        for dl in added:
-            counts = occ.add_rows(engine, counts, dl, 1)
-        occ.remember(engine, final, counts)
+        occ.remember(engine, final, occ.add_rows(engine, counts, added, 1))
     rederived = 0
     rho_f = engine.rho()
     for n in rels:
@@ -732,7 +730,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine.counters = {}
     engine.module_state = {}
     engine.materialised = True
-    nx = int(exploded.sum())
+    nx = len(x_reps)
     if nx:
         stats.note = (f"DRed≈: exploded {nx:,} classes ({len(x_members):,} members); "
                       f"{stats.backward:,} instances checked backwards")

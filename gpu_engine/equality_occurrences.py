@@ -24,13 +24,21 @@ def counted(engine: Any) -> dict[str, tuple[int, ...]]:
     return {n: tuple(p) for n, p in eq.domain.items() if p and n != eq.relation}
 
 
+def kept(engine: Any, store: dict[str, RunSet]) -> Any | None:
+    """The counts kept on the engine when they were left for ``store``, else None."""
+    hit = engine.__dict__.get("_eq_occurrences")
+    if hit is not None and all(hit[0].get(n) is store[n] for n in counted(engine)):
+        return hit[1]
+    return None
+
+
 def occurrences(engine: Any, store: dict[str, RunSet]) -> Any:
     """The counts for the live rows of ``store``: those kept on the engine when they were
     left for this store, else one pass over its counted columns."""
+    hit = kept(engine, store)
+    if hit is not None:
+        return hit
     dom = counted(engine)
-    hit = engine.__dict__.get("_eq_occurrences")
-    if hit is not None and all(hit[0].get(n) is store[n] for n in dom):
-        return hit[1]
     xp = engine.be.xp
     size = len(engine.rho())
     counts = xp.zeros(size, dtype=xp.int64)
@@ -42,13 +50,13 @@ def occurrences(engine: Any, store: dict[str, RunSet]) -> Any:
     return counts
 
 
-def add_rows(engine: Any, counts: Any, rows: dict[str, Any], sign: int) -> Any:
-    """``counts`` with the occurrences of ``rows`` (per relation, row sets or run sets of
-    rows) added (``sign`` 1) or removed (-1); a new array."""
+def add_rows(engine: Any, counts: Any, rows: list[dict[str, Any]], sign: int) -> Any:
+    """``counts`` with the occurrences of ``rows`` (dicts of row sets or run sets of rows
+    per relation) added (``sign`` 1) or removed (-1); a new array."""
     xp = engine.be.xp
     dom = counted(engine)
     cols = []
-    for n, rs in rows.items():
+    for n, rs in ((n, rs) for part in rows for n, rs in part.items()):
         if n not in dom or not len(rs):
             continue
         runs = rs.runs if isinstance(rs, RunSet) else (rs,)

@@ -813,6 +813,11 @@ class EqualityEngine(Engine):
         self._class_cache = (rho, index)
         return index
 
+    def keep_class_index(self, rho: Any, index: tuple[Any, Any, Any]) -> None:
+        """Remember ``index`` as the class index of ``rho`` (built by the caller from an
+        earlier one, e.g. :func:`gpu_engine.equality_expand.split_classes`)."""
+        self._class_cache = (rho, index)
+
     def _no_classes(self) -> bool:
         """Whether ρ is the identity (no class of two or more): the expansion is the
         relation itself (programs that declare equality and derive none pay nothing)."""

@@ -60,6 +60,32 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
     return xp.concatenate([sm, xp.arange(n, dtype=INDEX)]), offsets, sizes
 
 
+def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any
+                  ) -> tuple[Any, Any, Any]:
+    """The :func:`class_index` of ρ after the classes of ``reps`` (representatives of
+    classes of two or more) became singletons, from the index of ρ: their members'
+    ranges leave the merged part and the other classes' offsets move down by the rows
+    removed before them.  No sort and no pass over ρ (DRed≈'s explosion)."""
+    members, offsets, sizes = index
+    xp = be.xp
+    n = len(sizes)
+    k = len(members) - n
+    _, at = expand(be, offsets[reps], sizes[reps])  # the exploded classes' positions
+    drop = xp.zeros(k, dtype=bool)
+    drop[at] = True
+    sm = members[:k][~drop]
+    k2 = len(sm)
+    sizes2 = sizes.copy()
+    sizes2[members[at]] = 1  # every member is its own class
+    offsets2 = xp.arange(k2, k2 + n, dtype=INDEX)
+    if k2:
+        multi = xp.flatnonzero(sizes2 > 1)
+        before = xp.cumsum(drop, dtype=INDEX) - drop  # dropped rows before each position
+        start = offsets[multi]
+        offsets2[multi] = start - before[start]
+    return xp.concatenate([sm, xp.arange(n, dtype=INDEX)]), offsets2, sizes2
+
+
 def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: Any) -> Any:
     """Per rewritten row, the number of rows it stands for (Π of its classes' sizes)."""
     prod = sizes[cols[pos[0]]]

@@ -64,6 +64,7 @@ from .affected import affected
 from .backward_plan import one_step
 from .engine import _atoms
 from .equality import flows_in, map_constants, reflexive_rules
+from .equality_expand import split_classes
 from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
 from .ir import Atom, Compare, Const, Location, Negation, Rule
@@ -536,8 +537,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if not len(reps):
             return
         exploded[reps] = True
+        flag = xp.zeros(len(rho), dtype=bool)  # read along later columns without index
+        flag[reps] = True
         for n, pos in dom.items():  # the rows holding them, through column indexes
-            got = old_store[n].rows_with(pos, reps, len(rho))
+            got = old_store[n].rows_with(pos, reps, flag=flag)
             if len(got):
                 delta[n].append(got)
                 pending[0] += len(got)
@@ -609,8 +612,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # the members of exploded classes become their own representatives
     x_reps = xp.flatnonzero(exploded).astype(INDEX)
     x_members = classes.members[expand(be, classes.offsets[x_reps], sizes[x_reps])[1]]
-    rho2 = rho.copy()
-    rho2[x_members] = x_members
+    rho2 = rho
+    if len(x_members):
+        rho2 = rho.copy()
+        rho2[x_members] = x_members
     keep = {n: old_store[n].without(D[n]) if len(D[n]) else old_store[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
@@ -664,6 +669,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[eq.relation].append(cand.select(counts[cand.cols[0]] > 0))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
+    if len(x_reps) and len(engine.rho()) == len(rho2):
+        # ρ′'s class index from ρ's (built afresh only if the insertion merges)
+        engine.keep_class_index(engine.rho(), split_classes(
+            be, (classes.members, classes.offsets, sizes), x_reps))
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
     for n in rels:
@@ -722,8 +731,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     rho_f = engine.rho()
     for n in rels:
         if len(D[n]):
-            rederived += int(final[n].has(_rows_of(be, gather(D[n].cols, dom.get(n, ()),
-                                                                rho_f), arity[n])).sum())
+            d, pos = D[n], dom.get(n, ())
+            if pos and rho_f is not rho:  # D's normal forms under the final ρ
+                cols = gather(d.cols, pos, rho_f)
+                if any(bool((cols[p] != d.cols[p]).any()) for p in pos):
+                    d = _rows_of(be, cols, arity[n])
+            rederived += int(final[n].has(d).sum())
     stats.rederived = rederived
     stats.added = max(0, sum(len(final[n]) for n in rels) - (n_i - overdeleted) - rederived)
     engine.explicit = new_e

@@ -170,6 +170,8 @@ class RowSet:
                 hi = xp.searchsorted(self.keys, (v << sh) | ((1 << sh) - 1), side="right")
             return expand(self.be, lo.astype(INDEX), (hi - lo).astype(INDEX))[1]
         if ji is None and flag is not None and p:
+            if len(values) <= BITS_VALUES and not self._may_hold(p, values):
+                return xp.zeros(0, dtype=INDEX)
             return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
         ji = self.index((p,))
         if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
@@ -180,6 +182,29 @@ class RowSet:
         if p:
             got = xp.sort(got)
         return got
+
+    def _may_hold(self, p: int, values: Any) -> bool:
+        """Whether column ``p`` may hold one of ``values``: read in a bitset of the
+        column's values, built on first use and cached on the run (for runs of at least
+        :data:`BITS_ROWS` rows whose bitset takes at most two bytes a row; else True), so
+        that a few values are looked for in a large run without reading the column."""
+        xp = self.be.xp
+        key = ("bits", p)
+        bits = self._indexes.get(key)
+        if bits is None:
+            col = self.cols[p]
+            top = int(col.max()) + 1 if self.n >= BITS_ROWS else 0
+            if not top or top > 16 * self.n:
+                bits = False
+            else:
+                present = xp.zeros(top, dtype=bool)
+                present[col] = True
+                bits = xp.packbits(present)
+            self._indexes[key] = bits
+        if bits is False:
+            return True
+        v = values[values < 8 * len(bits)]
+        return bool(((bits[v >> 3] >> (7 - (v & 7))) & 1).any())
 
     def merge(self, other: RowSet) -> RowSet:
         """Union with a disjoint sorted row set, by a linear merge."""
@@ -280,9 +305,11 @@ class RowSet:
         cols = S.take_rows(self.cols, keep)
         return RowSet(self.be, cols, self.keys[keep], self.spec, len(cols[0]))
 
-    def contains(self, cols: tuple[Any, ...], rows_sorted: bool = False) -> Any:
+    def contains(self, cols: tuple[Any, ...], rows_sorted: bool = False,
+                 ranges: tuple[list[int], list[int]] | None = None) -> Any:
         """Mask: which of the given rows are in this set (``rows_sorted``: the rows come
-        in lexicographic order, which allows a linear merge)."""
+        in lexicographic order, which allows a linear merge; ``ranges``: the columns'
+        :func:`kernels.keys.column_ranges`, when the caller has them)."""
         xp = self.be.xp
         n = len(cols[0]) if cols else 0
         if self.arity == 0:
@@ -292,7 +319,7 @@ class RowSet:
         if self.arity == 1:
             return S.isin_sorted(self.be, cols[0], self.keys, rows_sorted)
         if self.spec is not None:
-            if self.spec.covers(*K.column_ranges(self.be, cols)):
+            if self.spec.covers(*(ranges or K.column_ranges(self.be, cols))):
                 # packing with a covering layout keeps sorted rows sorted
                 return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,
                                      rows_sorted)
@@ -432,6 +459,10 @@ class RowSet:
             idx = JoinIndex(kk, base if order is None else base[order], spec)
         self._indexes[ck] = idx
         return idx
+
+
+BITS_ROWS = 4096  # runs from this size keep a bitset per column looked up by few values
+BITS_VALUES = 64  # ... when at most this many values are looked for
 
 
 def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:

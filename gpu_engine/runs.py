@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import Backend
 
 from .rowset import RowSet
@@ -54,13 +55,32 @@ class RunSet:
         return self.n  # type: ignore[attr-defined]
 
     def contains(self, cols: tuple[Any, ...], n: int) -> Any:
-        """Mask: which of the given rows are in the relation."""
+        """Mask: which of the given rows are in the relation.  The rows' column ranges
+        are read once for every run and tombstone set, and a run or tombstone set whose
+        first column's range (cached) misses the rows' is skipped."""
         xp = self.be.xp
-        mask = xp.zeros(n, dtype=bool)
+        if not self.arity or not n or len(self.runs) + len(self.dead) < 2:
+            mask = xp.zeros(n, dtype=bool)
+            for r in self.runs:
+                mask |= r.contains(cols) if self.arity else xp.full(n, bool(len(r)),
+                                                                    dtype=bool)
+            if self.dead:
+                mask &= ~self._in_dead(cols, n)
+            return mask
+        ranges = K.column_ranges(self.be, cols)
+        lo, hi = ranges[0][0], ranges[1][0]
+        mask = None
         for r in self.runs:
-            mask |= r.contains(cols) if self.arity else xp.full(n, bool(len(r)), dtype=bool)
-        if self.dead:
-            mask &= ~self._in_dead(cols, n)
+            rlo, rhi = r.first_column_range()
+            if rhi >= lo and rlo <= hi:
+                m = r.contains(cols, ranges=ranges)
+                mask = m if mask is None else (mask | m)
+        if mask is None:
+            return xp.zeros(n, dtype=bool)
+        for d in self.dead:
+            dlo, dhi = d.first_column_range()
+            if dhi >= lo and dlo <= hi:
+                mask &= ~d.contains(cols, ranges=ranges)
         return mask
 
     def has(self, rows: RowSet) -> Any:
@@ -74,16 +94,17 @@ class RunSet:
             out |= d.contains(cols) if self.arity else xp.full(n, bool(len(d)), dtype=bool)
         return out
 
-    def rows_with(self, pos: tuple[int, ...], values: Any, n_ids: int | None = None
-                  ) -> RowSet:
+    def rows_with(self, pos: tuple[int, ...], values: Any, n_ids: int | None = None,
+                  flag: Any | None = None) -> RowSet:
         """The live rows with one of ``values`` (sorted, distinct ids) in a column of
         ``pos``, as one sorted run: per run and column through the run's join index on
         the column (:meth:`RowSet.positions_with`; cached on the run, which keeps it
         across updates; the first column's costs no sort), so the cost follows the rows
-        found.  With ``n_ids`` (the columns hold dictionary ids below it) a later column
-        without a cached index is read by a flag over the ids instead of being sorted."""
-        flag = None
-        if n_ids is not None and len(values):
+        found.  With ``n_ids`` (the columns hold dictionary ids below it) or ``flag`` (a
+        mask over the ids, true at ``values``) a later column without a cached index is
+        read by the flag instead of being sorted (or skipped by the run's bitset of the
+        column's values)."""
+        if flag is None and n_ids is not None and len(values):
             flag = self.be.xp.zeros(max(n_ids, int(values[-1]) + 1), dtype=bool)
             flag[values] = True
         parts = [run.take(at) for run, at in self.positions_with(pos, values, flag)]
@@ -168,13 +189,14 @@ class RunSet:
         """The relation without ``rows`` (live rows of it): a tombstone set, no copy."""
         if len(rows) == 0:
             return self
-        dead = (*self.dead, rows)
-        if len(dead) > 4:  # keep few tombstone sets (each small: one per update)
-            merged = dead[0]
-            for x in dead[1:]:
-                merged = merged.merge(x)
-            dead = (merged,)
-        return RunSet(self.be, self.arity, self.runs, dead)
+        dead = [*self.dead, rows]
+        # few tombstone sets, merged as the runs are (small ones at once): every reader
+        # tests its rows against each
+        while len(dead) > 1 and (len(dead[-2]) < FACTOR * len(dead[-1])
+                                 or len(dead[-2]) < SMALL):
+            last = dead.pop()
+            dead[-1] = dead[-1].merge(last)
+        return RunSet(self.be, self.arity, self.runs, tuple(dead))
 
     def worth_compacting(self) -> bool:
         """Whether tombstones and small runs have grown enough (an eighth of the largest

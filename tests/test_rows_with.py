@@ -9,7 +9,7 @@ from gpu_engine.kernels.backend import get_backend, gpu_available
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_engine.equality_expand import class_index
+from gpu_engine.equality_expand import class_index, split_classes
 from gpu_engine.rowset import RowSet
 from gpu_engine.runs import RunSet
 
@@ -86,3 +86,94 @@ def test_class_index_reads_every_class(device, classes):
         assert got == [i for i in range(n) if rho[i] == r]
     merged = [i for i in range(n) if counts[rho[i]] > 1]
     assert members == sorted(merged, key=lambda i: (rho[i], i)) + list(range(n))
+
+
+@pytest.mark.parametrize("device", PARAMS)
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.lists(row, max_size=20)), min_size=1,
+                      max_size=8),
+       probe=st.lists(row, min_size=1, max_size=30))
+def test_contains_reads_runs_and_tombstones(device, steps, probe):
+    """Membership over several runs and tombstone sets (deletions merged as runs are,
+    re-added rows lifted), with run ranges skipped: set semantics."""
+    be = get_backend(device)
+    rs = RunSet.empty(be, 3)
+    live: set = set()
+    for add, rows in steps:
+        rows = list(dict.fromkeys(rows))
+        if add:
+            fresh = [x for x in rows if x not in live]
+            if fresh:
+                rs = rs.append(_rows(be, fresh))
+                live.update(fresh)
+        else:
+            gone = [x for x in rows if x in live]
+            if gone:
+                rs = rs.without(_rows(be, gone))
+                live.difference_update(gone)
+    assert len(rs) == len(live)
+    cols = tuple(be.xp.asarray(np.array(c, dtype=np.int64)) for c in zip(*probe))
+    got = be.to_host(rs.contains(cols, len(probe))).tolist()
+    assert got == [x in live for x in probe]
+
+
+@pytest.mark.parametrize("device", PARAMS)
+@settings(max_examples=60, deadline=None)
+@given(classes=st.lists(st.sets(st.integers(0, 60), min_size=2, max_size=8), max_size=8),
+       pick=st.sets(st.integers(0, 7), max_size=8))
+def test_split_classes_is_the_index_of_the_split(device, classes, pick):
+    """The class index after some classes became singletons, built from the index
+    before, equals the index built from the new ρ."""
+    be = get_backend(device)
+    n = 61
+    rho = np.arange(n, dtype=np.int64)
+    taken: set = set()
+    reps = []
+    for c in classes:
+        c = sorted(c - taken)
+        if len(c) < 2:
+            continue
+        taken.update(c)
+        rho[c] = c[0]
+        reps.append(c[0])
+    split = sorted({reps[i] for i in pick if i < len(reps)})
+    after = rho.copy()
+    for r in split:
+        after[rho == r] = np.flatnonzero(rho == r)
+    xp = be.xp
+    index = class_index(be, xp.asarray(rho))
+    got = split_classes(be, index, xp.asarray(np.array(split, dtype=np.int64)))
+    want = class_index(be, xp.asarray(after))
+    for a, b in zip(got, want):
+        assert be.to_host(a).tolist() == be.to_host(b).tolist()
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_rows_with_skips_runs_by_bitset(device, monkeypatch):
+    """Later columns read by a flag skip the runs whose bitset of the column's values
+    holds none of the values looked for (cached on the run): the same rows."""
+    import gpu_engine.rowset as rowset
+
+    monkeypatch.setattr(rowset, "BITS_ROWS", 1)
+    be = get_backend(device)
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        rs = RunSet.empty(be, 3)
+        seen: set = set()
+        for _ in range(int(rng.integers(1, 4))):
+            rows = [tuple(int(v) for v in rng.integers(0, 40, 3))
+                    for _ in range(int(rng.integers(1, 30)))]
+            fresh = [x for x in dict.fromkeys(rows) if x not in seen]
+            seen.update(fresh)
+            if fresh:
+                rs = rs.append(_rows(be, fresh))
+        gone = [x for x in seen if rng.random() < 0.2]
+        if gone:
+            rs = rs.without(_rows(be, gone))
+        values = sorted({int(v) for v in rng.integers(0, 45, int(rng.integers(1, 4)))})
+        vals = be.xp.asarray(np.array(values, dtype=np.int64))
+        pos = [(1,), (2,), (1, 2), (0, 2)][trial % 4]
+        for _ in range(2):  # bitsets built, then read
+            got = rs.rows_with(pos, vals, 45)
+            live = seen - set(gone)
+            assert _set(be, got) == {x for x in live if any(x[p] in values for p in pos)}

@@ -465,6 +465,27 @@ def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
     return RowSet.from_columns(be, cols, arity)
 
 
+def _output_cols(be: Any, arity: int, outs: list[Any]) -> tuple[Any, ...] | None:
+    """Head rows of rule outputs as columns (duplicates kept; None when there are none,
+    ``()`` for a nullary head)."""
+    outs = [o for o in outs if o.n]
+    if not outs:
+        return None
+    return tuple(be.xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity))
+
+
+def _union(be: Any, arity: int, parts: list[Any]) -> RowSet:
+    """Distinct rows of ``parts`` (row sets, or column tuples with duplicates) as one
+    sorted run; a single row set is returned as it is."""
+    if len(parts) == 1 and isinstance(parts[0], RowSet):
+        return parts[0]
+    if arity == 0:
+        return RowSet.from_columns(be, (), 0, n_rows=1)
+    cols = [p.cols if isinstance(p, RowSet) else p for p in parts]
+    return RowSet.from_columns(be, tuple(be.xp.concatenate([c[i] for c in cols])
+                                         for i in range(arity)), arity)
+
+
 def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any
               ) -> tuple[Any, int]:
     """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
@@ -577,7 +598,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         dd: dict[str, RowSet] = {}
         for n in rels:
             if delta[n]:
-                d = union_rows(be, arity[n], delta[n])
+                d = _union(be, arity[n], delta[n])
                 d = d.select(~D[n].contains(d.cols)) if len(D[n]) and len(d) else d
                 if len(d):
                     dd[n] = d
@@ -598,15 +619,23 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 continue
             stats.derivations += sum(o.count for o in outs)
             hn = rule.head.relation
-            h = _outputs(be, arity[hn], outs)
-            if facts[id(rule)].flows and len(h):  # unmerged values in merged columns
-                h = _rows_of(be, gather(h.cols, dom[hn], rho), arity[hn])
-            if not facts[id(rule)].closed and len(h):  # I is a model of the others
-                h = h.select(old_store[hn].has(h))
-            if len(h):
-                delta[rule.head.relation].append(h)
-                if id(rule) in eq_heads:
-                    explode(h.cols[0])
+            h = _output_cols(be, arity[hn], outs)
+            if h is None:
+                continue
+            if facts[id(rule)].flows:  # unmerged values in merged columns
+                h = gather(h, dom[hn], rho)
+            if not facts[id(rule)].closed:  # I is a model of the others
+                if not arity[hn]:
+                    if not len(old_store[hn]):
+                        continue
+                else:
+                    keep_rows = old_store[hn].contains(h, len(h[0]))
+                    h = tuple(c[keep_rows] for c in h)
+                    if not len(h[0]):
+                        continue
+            delta[hn].append(h)
+            if id(rule) in eq_heads:
+                explode(h[0])
     stats.overdeleted = overdeleted
     # --- 2. ρ' and I \ D -------------------------------------------------------------------
     # the members of exploded classes become their own representatives
@@ -635,7 +664,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[n].append(_rows_of(be, gather(e_plus[n].cols, pos, rho2), arity[n]))
     new_norm = _normal_rules(engine, rules, rho2)
     old_norm = od_norm[:len(rules)]
-    for rule, old in zip(new_norm, old_norm):
+    todo = dict(D)  # the facts of D no rule has rederived yet: (b) checks only these
+    # rules with fewer body atoms first: their look-ups are cheaper, and what they
+    # rederive is not checked again by the joins
+    for rule, old in sorted(zip(new_norm, old_norm), key=lambda ro: len(ro[0].body)):
         h = rule.head.relation
         flows = facts[id(old)].flows
         if rule != old or (flows and len(D[h])):
@@ -651,11 +683,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 parts[h].append(got)
             if flows:
                 continue
-        if len(D[h]):  # (b) one-step rederivation of D's facts
-            hit, matched = _backward(ev, rule, D[h], keep, old_store.__getitem__)
+        if len(todo[h]):  # (b) one-step rederivation of D's facts
+            hit, matched = _backward(ev, rule, todo[h], keep, old_store.__getitem__)
             stats.backward += matched
             if bool(hit.any()):
-                parts[h].append(D[h].select(hit))
+                parts[h].append(todo[h].select(hit))
+                todo[h] = todo[h].select(~hit)
     counts = None  # occurrences in I \ D (equality_occurrences), when computed
     if len(od_rules) > len(rules) and len(D[eq.relation]):  # (b) for the ≈4 closure rows
         cand = D[eq.relation]

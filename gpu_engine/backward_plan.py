@@ -30,14 +30,22 @@ RowsOf = Callable[[str], RunSet]
 
 def fanout(rows_of: RowsOf, name: str, pos: tuple[int, ...]) -> float:
     """Average number of rows of ``name`` per distinct key on the columns ``pos``, from
-    the join index of the relation's largest run on those columns (the estimate is
-    cached on the run beside its index, so across updates too: runs are immutable)."""
+    the join index of the relation's largest run on those columns, or for one later
+    column without an index from the run's bitset of its values (the estimate is cached
+    on the run, so across updates too: runs are immutable)."""
     runs = rows_of(name).runs
     if not runs or not pos:
         return float(sum(len(r) for r in runs))
     run = max(runs, key=len)
     key = ("fanout", pos)
     hit = run._indexes.get(key)
+    if hit is None and len(pos) == 1 and pos[0] and (pos, (), ()) not in run._indexes:
+        # one later column without a join index: its distinct values from the run's
+        # bitset of them (one pass) rather than an index built to be counted
+        distinct = run.distinct_values(pos[0])
+        if distinct is not None:
+            hit = len(run) / max(distinct, 1)
+            run._indexes[key] = hit
     if hit is None:
         idx = run.index(pos)
         k = idx.sorted_keys

@@ -42,7 +42,8 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
 
     The members of classes of two or more come first, sorted by representative (ties by
     id: a stable sort); then the identity, where each singleton's class is read at
-    ``len(multi) + id``.  Only the merged members are sorted and moved: an update that
+    ``len(multi) + id`` (:func:`split_classes` leaves the old slots of split classes
+    unread).  Only the merged members are sorted and moved: an update that
     changed ρ pays for the classes, not a scatter over the dictionary."""
     xp = be.xp
     n = len(rho)
@@ -63,27 +64,18 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
 def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any
                   ) -> tuple[Any, Any, Any]:
     """The :func:`class_index` of ρ after the classes of ``reps`` (representatives of
-    classes of two or more) became singletons, from the index of ρ: their members'
-    ranges leave the merged part and the other classes' offsets move down by the rows
-    removed before them.  No sort and no pass over ρ (DRed≈'s explosion)."""
+    classes of two or more) became singletons, from the index of ρ: each of their
+    members reads its own slot of the identity part, and their old slots in the merged
+    part are left unread.  Copies of the offsets and sizes and a scatter over the
+    members split: no sort and no pass over ρ (DRed≈'s explosion)."""
     members, offsets, sizes = index
-    xp = be.xp
-    n = len(sizes)
-    k = len(members) - n
-    _, at = expand(be, offsets[reps], sizes[reps])  # the exploded classes' positions
-    drop = xp.zeros(k, dtype=bool)
-    drop[at] = True
-    sm = members[:k][~drop]
-    k2 = len(sm)
-    sizes2 = sizes.copy()
-    sizes2[members[at]] = 1  # every member is its own class
-    offsets2 = xp.arange(k2, k2 + n, dtype=INDEX)
-    if k2:
-        multi = xp.flatnonzero(sizes2 > 1)
-        before = xp.cumsum(drop, dtype=INDEX) - drop  # dropped rows before each position
-        start = offsets[multi]
-        offsets2[multi] = start - before[start]
-    return xp.concatenate([sm, xp.arange(n, dtype=INDEX)]), offsets2, sizes2
+    k = len(members) - len(sizes)
+    _, at = expand(be, offsets[reps], sizes[reps])
+    ids = members[at]
+    offsets, sizes = offsets.copy(), sizes.copy()
+    offsets[ids] = k + ids
+    sizes[ids] = 1
+    return members, offsets, sizes
 
 
 def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: Any) -> Any:

@@ -183,15 +183,15 @@ class RowSet:
             got = xp.sort(got)
         return got
 
-    def _may_hold(self, p: int, values: Any) -> bool:
-        """Whether column ``p`` may hold one of ``values``: read in a bitset of the
-        column's values, built on first use and cached on the run (for runs of at least
-        :data:`BITS_ROWS` rows whose bitset takes at most two bytes a row; else True), so
-        that a few values are looked for in a large run without reading the column."""
-        xp = self.be.xp
+    def value_bits(self, p: int) -> Any | None:
+        """A bitset of the values of column ``p`` (``np.packbits`` order), built on first
+        use and cached on the run; None for runs under :data:`BITS_ROWS` rows or whose
+        bitset would take more than two bytes a row.  One pass, no sort: it answers
+        whether a few values occur in the column, and how many distinct values it has."""
         key = ("bits", p)
         bits = self._indexes.get(key)
         if bits is None:
+            xp = self.be.xp
             col = self.cols[p]
             top = int(col.max()) + 1 if self.n >= BITS_ROWS else 0
             if not top or top > 16 * self.n:
@@ -201,7 +201,25 @@ class RowSet:
                 present[col] = True
                 bits = xp.packbits(present)
             self._indexes[key] = bits
-        if bits is False:
+        return None if bits is False else bits
+
+    def distinct_values(self, p: int) -> int | None:
+        """The number of distinct values of column ``p`` from :meth:`value_bits` (cached
+        beside it), or None where there is no bitset."""
+        key = ("distinct", p)
+        hit = self._indexes.get(key)
+        if hit is None:
+            bits = self.value_bits(p)
+            hit = -1 if bits is None else int(self.be.xp.unpackbits(bits).sum())
+            self._indexes[key] = hit
+        return None if hit < 0 else hit
+
+    def _may_hold(self, p: int, values: Any) -> bool:
+        """Whether column ``p`` may hold one of ``values`` (read in :meth:`value_bits`;
+        True where there is no bitset), so that a few values are looked for in a large
+        run without reading the column."""
+        bits = self.value_bits(p)
+        if bits is None:
             return True
         v = values[values < 8 * len(bits)]
         return bool(((bits[v >> 3] >> (7 - (v & 7))) & 1).any())

@@ -456,13 +456,10 @@ def _rows_of(be: Any, cols: tuple[Any, ...], arity: int) -> RowSet:
 
 def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:
     """Distinct head rows of rule outputs."""
-    outs = [o for o in outs if o.n]
-    if not outs:
+    cols = _output_cols(be, arity, outs)
+    if cols is None:
         return RowSet.empty(be, arity)
-    if arity == 0:
-        return RowSet.from_columns(be, (), 0, n_rows=1)
-    cols = tuple(be.xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity))
-    return RowSet.from_columns(be, cols, arity)
+    return RowSet.from_columns(be, cols, arity, n_rows=None if arity else 1)
 
 
 def _output_cols(be: Any, arity: int, outs: list[Any]) -> tuple[Any, ...] | None:
@@ -472,18 +469,6 @@ def _output_cols(be: Any, arity: int, outs: list[Any]) -> tuple[Any, ...] | None
     if not outs:
         return None
     return tuple(be.xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity))
-
-
-def _union(be: Any, arity: int, parts: list[Any]) -> RowSet:
-    """Distinct rows of ``parts`` (row sets, or column tuples with duplicates) as one
-    sorted run; a single row set is returned as it is."""
-    if len(parts) == 1 and isinstance(parts[0], RowSet):
-        return parts[0]
-    if arity == 0:
-        return RowSet.from_columns(be, (), 0, n_rows=1)
-    cols = [p.cols if isinstance(p, RowSet) else p for p in parts]
-    return RowSet.from_columns(be, tuple(be.xp.concatenate([c[i] for c in cols])
-                                         for i in range(arity)), arity)
 
 
 def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any
@@ -598,7 +583,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         dd: dict[str, RowSet] = {}
         for n in rels:
             if delta[n]:
-                d = _union(be, arity[n], delta[n])
+                d = union_rows(be, arity[n], delta[n])
                 d = d.select(~D[n].contains(d.cols)) if len(D[n]) and len(d) else d
                 if len(d):
                     dd[n] = d
@@ -624,15 +609,15 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 continue
             if facts[id(rule)].flows:  # unmerged values in merged columns
                 h = gather(h, dom[hn], rho)
-            if not facts[id(rule)].closed:  # I is a model of the others
-                if not arity[hn]:
-                    if not len(old_store[hn]):
-                        continue
-                else:
-                    keep_rows = old_store[hn].contains(h, len(h[0]))
-                    h = tuple(c[keep_rows] for c in h)
-                    if not len(h[0]):
-                        continue
+            closed = facts[id(rule)].closed  # I is a model of the rule: no test against I
+            if not arity[hn]:
+                if not closed and not len(old_store[hn]):
+                    continue
+                h = _outputs(be, 0, outs)
+            elif not closed:
+                h = tuple(c[old_store[hn].contains(h, len(h[0]))] for c in h)
+                if not len(h[0]):
+                    continue
             delta[hn].append(h)
             if id(rule) in eq_heads:
                 explode(h[0])

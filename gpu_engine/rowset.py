@@ -483,17 +483,17 @@ BITS_ROWS = 4096  # runs from this size keep a bitset per column looked up by fe
 BITS_VALUES = 64  # ... when at most this many values are looked for
 
 
-def union_rows(be: Backend, arity: int, parts: list[RowSet]) -> RowSet:
-    """The union of row sets (as one sorted run)."""
-    parts = [p for p in parts if len(p)]
+def union_rows(be: Backend, arity: int, parts: list[RowSet | tuple[Any, ...]]) -> RowSet:
+    """The union of row sets, or of column tuples (arity ≥ 1; duplicates allowed), as one
+    sorted run; a single row set is returned as it is."""
+    parts = [p for p in parts if (len(p) if isinstance(p, RowSet) else len(p[0]))]
     if not parts:
         return RowSet.empty(be, arity)
-    if len(parts) == 1:
-        return parts[0]
-    if arity == 0:
-        return parts[0]
-    cols = tuple(be.xp.concatenate([p.cols[c] for p in parts]) for c in range(arity))
-    return RowSet.from_columns(be, cols, arity)
+    if (len(parts) == 1 and isinstance(parts[0], RowSet)) or arity == 0:
+        return parts[0]  # type: ignore[return-value]
+    cols = [p.cols if isinstance(p, RowSet) else p for p in parts]
+    return RowSet.from_columns(be, tuple(be.xp.concatenate([c[i] for c in cols])
+                                         for i in range(arity)), arity)
 
 
 def _spec_for(be: Backend, cols: tuple[Any, ...]) -> K.KeySpec | None:

@@ -400,11 +400,11 @@ class RowSet:
         if self.arity == 0:
             return xp.zeros(n, dtype=INDEX)
         if self.arity == 1:
-            return xp.searchsorted(self.keys, cols[0])
+            return S.search(self.be, self.keys, cols[0])
         if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
-            return xp.searchsorted(self.keys, K.pack(self.be, cols, self.spec))
+            return S.search(self.be, self.keys, K.pack(self.be, cols, self.spec))
         a, b = K.joint_keys(self.be, cols, self.cols)
-        return xp.searchsorted(b, a)
+        return S.search(self.be, b, a)
 
     def positions_of(self, rows: RowSet) -> Any:
         """Row positions of ``rows`` (a row set, all of whose rows are in this set):
@@ -412,7 +412,7 @@ class RowSet:
         if self.arity > 1 and self.spec is not None and rows.spec is not None and len(rows):
             k = rows.keys if rows.spec == self.spec else K.repack_probe(
                 self.be, rows.keys, rows.spec, self.spec)
-            return self.be.xp.searchsorted(self.keys, k)
+            return S.search(self.be, self.keys, k)
         return self.positions(rows.cols)
 
     def _covering(self, cols: tuple[Any, ...]) -> RowSet:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import cpu_numba as _numba
+from . import sets as S
 from .backend import INDEX, Backend
 
 
@@ -64,12 +65,11 @@ def probe(be: Backend, probe_keys: Any, sorted_build_keys: Any, ends: Any | None
     xp = be.xp
     n = len(sorted_build_keys)
     if ends is not None and n:
-        lo = xp.searchsorted(sorted_build_keys, probe_keys, side="left").astype(INDEX)
+        lo = S.search(be, sorted_build_keys, probe_keys).astype(INDEX)
         at = xp.minimum(lo, n - 1)
         hit = (lo < n) & (sorted_build_keys[at] == probe_keys)
         return lo, xp.where(hit, ends[at] - lo, 0).astype(INDEX)
-    lo = xp.searchsorted(sorted_build_keys, probe_keys, side="left")
-    hi = xp.searchsorted(sorted_build_keys, probe_keys, side="right")
+    lo, hi = S.search_range(be, sorted_build_keys, probe_keys)
     return lo.astype(INDEX), (hi - lo).astype(INDEX)
 
 

@@ -74,6 +74,53 @@ def sort_unique(be: Backend, keys: Any) -> tuple[Any, Any]:
     return sk[pos], order[pos]
 
 
+SORT_PROBES = 512  # CPU: unsorted look-ups from this many are sorted first ...
+LARGE_KEYS = 1 << 17  # ... into at least this many sorted keys (beyond the caches)
+
+
+def _probe_order(be: Backend, n_keys: int, queries: Any) -> tuple[Any, Any] | None:
+    """``queries`` sorted and their order, when sorting them first pays on the CPU: a
+    binary search per query in an array larger than the caches misses at every level,
+    while sorted queries read it in order (NumPy narrows each search from the previous
+    one).  5 M keys: 20,000 look-ups 21 ms unsorted, 6.8 ms sorted first (the sort
+    included); 200k keys: 3.3 against 1.9 ms; into 10k keys sorting gains nothing.
+    None on the GPU, for few queries or few keys, or when the queries are sorted."""
+    if be.is_gpu or len(queries) < SORT_PROBES or n_keys < LARGE_KEYS:
+        return None
+    if bool((queries[1:] >= queries[:-1]).all()):
+        return None
+    return sort_with_order(be, queries)
+
+
+def _unpermute(xp: Any, got: Any, order: Any) -> Any:
+    out = xp.empty_like(got)
+    out[order] = got
+    return out
+
+
+def search(be: Backend, sorted_keys: Any, queries: Any, side: str = "left") -> Any:
+    """``searchsorted(sorted_keys, queries, side)``, the queries sorted first when that
+    is faster (:func:`_probe_order`)."""
+    xp = be.xp
+    po = _probe_order(be, len(sorted_keys), queries)
+    if po is None:
+        return xp.searchsorted(sorted_keys, queries, side=side)
+    return _unpermute(xp, xp.searchsorted(sorted_keys, po[0], side=side), po[1])
+
+
+def search_range(be: Backend, sorted_keys: Any, queries: Any) -> tuple[Any, Any]:
+    """The left and right ``searchsorted`` positions of ``queries`` (the range of keys
+    equal to each), the queries sorted once first when that is faster."""
+    xp = be.xp
+    po = _probe_order(be, len(sorted_keys), queries)
+    q = queries if po is None else po[0]
+    lo = xp.searchsorted(sorted_keys, q, side="left")
+    hi = xp.searchsorted(sorted_keys, q, side="right")
+    if po is None:
+        return lo, hi
+    return _unpermute(xp, lo, po[1]), _unpermute(xp, hi, po[1])
+
+
 def isin_sorted(be: Backend, keys: Any, sorted_keys: Any, keys_sorted: bool = False) -> Any:
     """Boolean mask: which ``keys`` occur in ``sorted_keys`` (the semi-join test).
 
@@ -85,7 +132,7 @@ def isin_sorted(be: Backend, keys: Any, sorted_keys: Any, keys_sorted: bool = Fa
         return xp.zeros(len(keys), dtype=bool)
     if keys_sorted and _parallel(be, len(keys)):
         return _numba.isin_sorted_merge(keys, sorted_keys)
-    idx = xp.searchsorted(sorted_keys, keys)
+    idx = search(be, sorted_keys, keys)
     idx = xp.minimum(idx, len(sorted_keys) - 1)
     return sorted_keys[idx] == keys
 

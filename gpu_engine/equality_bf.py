@@ -178,7 +178,7 @@ class BFEq:
         for i, r in enumerate(self.rules):
             for n in {a.relation for a in _atoms(r)}:
                 self.by_rel.setdefault(n, []).append(i)
-        self._r_count: tuple[Any, Any] | None = None
+        self._r_count: Any | None = None  # |R_i| per representative (_rcount)
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
         self._consts: dict[Atom, tuple[tuple[int, int], ...]] = {}
@@ -335,21 +335,20 @@ class BFEq:
 
     def _rcount(self) -> Any:
         """Per representative of a non-singleton class, the number of distinct γ values of
-        its members (|R_i| of Algorithm 3), for the current γ (cached per γ).  γ refines
-        π and each γ class is labelled by a member that γ fixes (its smallest id,
-        ``_rewrite``), so the count is the class's size less its members that γ moves:
-        read from the members γ moves, not from every member of every class."""
-        hit = self._r_count
-        if hit is not None and hit[0] is self.gamma:
-            return hit[1]
-        xp = self.xp
-        moved = xp.flatnonzero(self.gamma != self.ids)
-        cnt = self.sizes.copy()
-        if len(moved):
-            reps, k = xp.unique(self.rho[moved], return_counts=True)
-            cnt[reps] -= k.astype(cnt.dtype, copy=False)
-        self._r_count = (self.gamma, cnt)
-        return cnt
+        its members (|R_i| of Algorithm 3), for the current γ.  γ refines π and each γ
+        class is labelled by a member that γ fixes (its smallest id, ``_rewrite``), so
+        the count is the class's size less its members that γ moves: counted once from
+        those members, then kept by ``_rewrite`` (a label merged away takes one off its
+        class's count)."""
+        if self._r_count is None:
+            xp = self.xp
+            moved = xp.flatnonzero(self.gamma != self.ids)
+            cnt = self.sizes.copy()
+            if len(moved):
+                reps, k = xp.unique(self.rho[moved], return_counts=True)
+                cnt[reps] -= k.astype(cnt.dtype, copy=False)
+            self._r_count = cnt
+        return self._r_count
 
     def _pv_image(self, n: str) -> tuple[RowSet, Any]:
         """π(P \\ P̂) of relation ``n`` with, per row, how many facts of P \\ P̂ it is
@@ -904,12 +903,27 @@ class BFEq:
         verts = _unique(self.be, xp.concatenate([a, b]))
         ia, ib = xp.searchsorted(verts, a), xp.searchsorted(verts, b)
         method = "array" if len(verts) < (1 << 16) else "auto"
-        label = connected_components(self.be, ia, ib, len(verts), method=method)
-        relabel = self.ids.copy()
-        relabel[verts] = verts[label]
-        moved = relabel != self.ids
-        g_old = self.gamma
-        self.gamma = relabel[self.gamma]
+        label = verts[connected_components(self.be, ia, ib, len(verts), method=method)]
+        sel = label != verts
+        mv, to = verts[sel], label[sel]  # the γ labels merged away (sorted), their new label
+        ids, owner = self._rule_constants()  # lines 55-56: the rules whose constants moved
+        changed = self.be.to_host(_unique(self.be, owner[_isin(xp, self.gamma[ids], mv)])
+                                  ).tolist() if len(ids) and len(mv) else []
+        # γ := relabel ∘ γ where it changes: the members x with γ(x) ∈ mv, all in the π
+        # classes of mv (γ refines π), so the update reads those classes, not the
+        # dictionary (γ is changed in place: nothing keeps the old one)
+        reps = _unique(self.be, self.rho[mv])
+        _, at = expand(self.be, self.offsets[reps], self.sizes[reps])
+        m = self.members[at]
+        gm = self.gamma[m]
+        i = xp.minimum(xp.searchsorted(mv, gm), max(len(mv) - 1, 0))
+        hit = xp.flatnonzero(mv[i] == gm) if len(mv) else i[:0]
+        self.gamma[m[hit]] = to[i[hit]]
+        if self._r_count is not None and len(mv):  # each label merged away: one γ class less
+            r, k = xp.unique(self.rho[mv], return_counts=True)
+            self._r_count[r] -= k.astype(self._r_count.dtype, copy=False)
+        moved = xp.zeros(self.n_ids, dtype=bool)  # by γ value: the labels merged away
+        moved[mv] = True
         for n, pos in self.dom.items():  # lines 53-54
             pv = self.PV[n]
             parts = [delta[n]] if n in delta else []
@@ -930,9 +944,6 @@ class BFEq:
                     delta[n] = u
                 else:
                     delta.pop(n, None)
-        ids, owner = self._rule_constants()  # lines 55-56: the rules whose constants moved
-        changed = self.be.to_host(_unique(self.be, owner[moved[g_old[ids]]])).tolist() \
-            if len(ids) else []
         full = []
         for i in changed:
             r, cur = _normal_rules(self.engine, [self.rules[i]], self.gamma)[0], self.Gamma[i]

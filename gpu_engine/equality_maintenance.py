@@ -129,8 +129,7 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
 
 def _time_left(last: float, t0: float) -> float:
     """auto's time budget for B/F≈ or DRed≈: :data:`BF_TIME` of the last materialisation
-    less what the update has spent since ``t0`` (a first part by DRed in normal form
-    included), so that a fallback to Remat≈ costs at most that share more; never less
+    less what the update has spent since ``t0``, so that a fallback to Remat≈ costs at most that share more; never less
     than :data:`BF_MIN_SECONDS`."""
     return max(BF_TIME * last - (time.perf_counter() - t0), BF_MIN_SECONDS)
 
@@ -279,35 +278,6 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                           f"maintain programs with {why}")
         elif alg == "auto":
             run, stats.note = _choose(engine, e_minus, stats.deleted)
-        first = ""
-        if alg == "auto" and run == "bf_eq" and not stats.inserted:
-            # the deletions that reach no equality go first, by DRed in normal form; the
-            # rest (which may split classes) then by the algorithm chosen for them alone.
-            # Not before DRed≈, which takes them in the same rounds (LUBM(10) with
-            # duplicates, 100 random deletions: 0.055-0.058 s against 0.077-0.114 s split)
-            from . import equality_dred
-
-            if equality_dred.ENABLED and equality_dred.structural(engine):
-                mask = reaching(engine, e_minus)
-                safe = {n: em.select(~mask[n]) if n in mask else em
-                        for n, em in e_minus.items()}
-                k = sum(len(x) for x in safe.values())
-                if 0 < k < stats.deleted:
-                    mid_e = {}
-                    for n, e in engine.explicit.items():
-                        ne = e.without(safe[n]) if len(safe[n]) else e
-                        mid_e[n] = ne.compacted() if ne.worth_compacting() else ne
-                    stop = in_normal_form(safe, mid_e, True)
-                    if stop is not None:
-                        run = give_up("DRed≈", stop)
-                    else:
-                        e_minus = {n: em.select(mask[n]) if n in mask else em.select(
-                            engine.be.xp.zeros(len(em), dtype=bool))
-                            for n, em in e_minus.items()}
-                        first = (f"{k:,} deletions that reach no equality by DRed≈ in "
-                                 f"normal form ({stats.overdeleted:,} overdeleted, "
-                                 f"{stats.rederived:,} rederived), then ")
-                        run, stats.note = _choose(engine, e_minus, stats.deleted - k)
         if run == "bf_eq" and stats.deleted:
             from .equality_bf import OverBudget as BFOverBudget
             from .equality_bf import bf_eq
@@ -362,8 +332,6 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     if run not in ("remat", "mat≈"):  # DRed≈ or B/F≈ ran: the rules as Remat≈ leaves them
         engine.renormalise_rules()
     engine._device_changed()
-    if first and not stats.note.startswith("Remat"):
-        stats.note = first + stats.note
     stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0
     return stats

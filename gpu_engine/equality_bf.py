@@ -179,6 +179,8 @@ class BFEq:
             for n in {a.relation for a in _atoms(r)}:
                 self.by_rel.setdefault(n, []).append(i)
         self._r_count: Any | None = None  # |R_i| per representative (_rcount)
+        # per γ label c, whether c≈c is in P \ P̂ (line 47 proves c≈c only for the others)
+        self.refl_proved = xp.zeros(self.n_ids, dtype=bool)
         self._pv_img: dict[str, tuple[RunSet, RowSet, Any]] = {}
         self._minus_cache: dict[Any, tuple[RunSet, RunSet]] = {}
         self._consts: dict[Atom, tuple[tuple[int, int], ...]] = {}
@@ -767,8 +769,11 @@ class BFEq:
             prove: dict[str, list[RowSet]] = {}
             if self.refl4 and delta:  # line 47, joining this round's facts at once
                 vals = [r.cols[p] for n, r in delta.items() for p in self.dom.get(n, ())]
-                if vals:
-                    c = _unique(self.be, xp.concatenate(vals))
+                c = xp.concatenate(vals) if vals else None
+                if c is not None:  # c≈c already in P \ P̂ is proved: not again
+                    c = c[~self.refl_proved[c]]
+                if c is not None and len(c):
+                    c = _unique(self.be, c)
                     got = self._prove({self.eq: [RowSet.from_columns(self.be, (c, c), 2)]})
                     if got:  # reflexive and γ-normal: no merge, processed with the round
                         cc = self._minus(self.PV[self.eq], got[self.eq][0])
@@ -780,6 +785,10 @@ class BFEq:
             old = dict(self.PV)
             for n, d in delta.items():
                 self.PV[n] = self.PV[n].append(d)
+            d_eq = delta.get(self.eq)
+            if d_eq is not None:
+                a, b = d_eq.cols
+                self.refl_proved[a[a == b]] = True
             dd = {n: RunSet.of(d) for n, d in delta.items()}
             versions = {Role.DELTA: dd, Role.OLD: old, Role.NEW: self.PV}
             outs: dict[str, list[Any]] = {}
@@ -924,6 +933,7 @@ class BFEq:
             self._r_count[r] -= k.astype(self._r_count.dtype, copy=False)
         moved = xp.zeros(self.n_ids, dtype=bool)  # by γ value: the labels merged away
         moved[mv] = True
+        self.refl_proved[mv] = False  # their c≈c rows leave P \ P̂ below (P̂)
         for n, pos in self.dom.items():  # lines 53-54
             pv = self.PV[n]
             parts = [delta[n]] if n in delta else []

@@ -46,7 +46,7 @@ def sort_with_order(be: Backend, keys: Any) -> tuple[Any, Any]:
             rows = be.xp.arange(n, dtype=INDEX)
             comp = (_numba.pack((keys, rows), (lo, 0), (ib, 0)) if _numba.use(be, n, True)
                     else ((keys - lo) << ib) | rows)
-            comp.sort()
+            comp = sort_values(be, comp, overwrite=True)
             order = comp & ((1 << ib) - 1)
             comp >>= ib
             comp += lo
@@ -186,6 +186,49 @@ def merge_positions(be: Backend, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
     return xp.flatnonzero(~is_b).astype(INDEX), pos_b
 
 
+NEARLY_MIN = 4096  # CPU: from this size a value sort looks for keys already in order
+NEARLY_SORTED = 8  # ... and sorts apart at most 1/8 of them (out of place) and merges
+
+
+def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
+    """``keys`` sorted (a value sort; ``overwrite``: in place, ``keys`` being a temporary
+    of the caller's).  May return ``keys`` itself when it is sorted already.
+
+    On the CPU NumPy's sort costs the same on sorted input as on random input (150k
+    keys: 6 ms either way), while keys are often sorted, or sorted but for a few (rows
+    of a sorted set rewritten through a mapping that moved some of their values).  The
+    keys at or above the running maximum are in order; when the others are at most
+    1/:data:`NEARLY_SORTED` of them, they are sorted apart and merged in by rank:
+    O(n + k log k) instead of O(n log n)."""
+    xp = be.xp
+    n = len(keys)
+    sample = keys[:: max(1, n // 1024)]  # unsorted keys show it in a sample at once
+    if be.is_gpu or n < NEARLY_MIN or int(xp.count_nonzero(
+            sample[1:] < sample[:-1])) > len(sample) // NEARLY_SORTED:
+        if overwrite:
+            keys.sort()
+            return keys
+        return xp.sort(keys)
+    bad = keys < xp.maximum.accumulate(keys)  # below an earlier key: out of place
+    k = int(xp.count_nonzero(bad))
+    if k == 0:
+        return keys
+    if k > n // NEARLY_SORTED:
+        if overwrite:
+            keys.sort()
+            return keys
+        return xp.sort(keys)
+    good = keys[~bad]
+    b = xp.sort(keys[bad])
+    at = xp.searchsorted(good, b, side="right") + xp.arange(k, dtype=INDEX)
+    out = keys if overwrite else xp.empty_like(keys)
+    slot = xp.ones(n, dtype=bool)
+    slot[at] = False
+    out[slot] = good
+    out[at] = b
+    return out
+
+
 def unique_keys(be: Backend, keys: Any, return_counts: bool = False,
                 overwrite: bool = False) -> Any:
     """Sorted distinct keys (and their multiplicities): a value sort, no permutation.
@@ -195,11 +238,7 @@ def unique_keys(be: Backend, keys: Any, return_counts: bool = False,
     xp = be.xp
     n = len(keys)
     be.charge(n)
-    if overwrite:
-        keys.sort()
-        sk = keys
-    else:
-        sk = xp.sort(keys)
+    sk = sort_values(be, keys, overwrite)
     pos = unique_sorted_positions(be, sk)
     if not return_counts:
         return sk[pos]

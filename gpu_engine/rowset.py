@@ -194,7 +194,7 @@ class RowSet:
             xp = self.be.xp
             col = self.cols[p]
             top = int(col.max()) + 1 if self.n >= BITS_ROWS else 0
-            if not top or top > 16 * self.n:
+            if top <= 0 or top > 16 * self.n or int(col.min()) < 0:  # ids are not negative
                 bits = False
             else:
                 present = xp.zeros(top, dtype=bool)
@@ -478,6 +478,53 @@ class RowSet:
         self._indexes[ck] = idx
         return idx
 
+    def index_for(self, key_pos: tuple[int, ...], consts: tuple[tuple[int, int], ...],
+                  equal: tuple[tuple[int, int], ...], probe_cols: list[Any], n_probe: int
+                  ) -> JoinIndex:
+        """The join index :meth:`index` gives, or, for a few probe rows (at most
+        :data:`SCAN_PROBES`) on one later column of a large run whose index is not built,
+        an index of the rows holding the probed values only, found by a scan of the
+        column: sorting the column costs a scan times its log, and a small update often
+        probes it a few times only.  The scans are counted on the run; once they have
+        read it :data:`SCAN_BUDGET` times, the full index is built and kept (ski rental:
+        at most about twice the cost of building it at once)."""
+        ck = (key_pos, consts, equal)
+        hit = self._indexes.get(ck)
+        if hit is not None:
+            return hit
+        if (len(key_pos) != 1 or key_pos == (0,) or consts or equal or n_probe > SCAN_PROBES
+                or self.n < SCAN_ROWS or self.be.is_gpu):
+            return self.index(key_pos, consts, equal)
+        sk = ("scanned", ck)
+        done = self._indexes.get(sk, 0)
+        if done >= SCAN_BUDGET * self.n:
+            return self.index(key_pos, consts, equal)
+        be, xp = self.be, self.be.xp
+        vals = S.unique_keys(be, probe_cols[0])
+        spec = K.make_spec([int(vals[0])], [int(vals[-1])]) if len(vals) else None
+        if spec is None:
+            return self.index(key_pos, consts, equal)
+        self._indexes[sk] = done + self.n
+        p = key_pos[0]
+        lo, hi = int(vals[0]), int(vals[-1])
+        if lo >= 0 and not self._may_hold(p, vals):
+            rows = xp.zeros(0, dtype=INDEX)
+        elif hi - lo < 4 * self.n:  # a flag over the probed values' range
+            col = self.cols[p]
+            flag = xp.zeros(hi - lo + 1, dtype=bool)
+            flag[vals - lo] = True
+            d = xp.clip(col - lo, 0, hi - lo)
+            rows = xp.flatnonzero(flag[d] & (col >= lo) & (col <= hi)).astype(INDEX)
+        else:
+            rows = xp.flatnonzero(S.isin_sorted(be, self.cols[p], vals)).astype(INDEX)
+        kk = K.pack(be, [self.cols[p][rows]], spec)
+        order = S.argsort_keys(be, kk)
+        return JoinIndex(kk[order], rows[order], spec)
+
+
+SCAN_PROBES = 64  # index_for: at most this many probe rows ...
+SCAN_ROWS = 1 << 16  # ... into a run of at least this many rows scan its column ...
+SCAN_BUDGET = 8  # ... until the scans have read the run this many times
 
 BITS_ROWS = 4096  # runs from this size keep a bitset per column looked up by few values
 BITS_VALUES = 64  # ... when at most this many values are looked for

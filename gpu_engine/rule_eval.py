@@ -233,7 +233,8 @@ class RuleEvaluator:
         parts = src.parts if isinstance(src, View) else ((r, ()) for r in src.runs)
         for run, dead in parts:  # live rows of the runs are disjoint: outputs add up
             excluded = (*view_excl, *(RunSet.of(d) for d in dead))
-            idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+            idx = run.index_for(tuple(key_pos), tuple(consts), tuple(equal), probe_cols,
+                                b.n)
             lo, counts = self._probe(idx, probe_cols, b.n)
             for pi, bpos in J.join_chunks(be, lo, counts):
                 rows = idx.rows[bpos]

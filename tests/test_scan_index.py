@@ -1,0 +1,109 @@
+"""Joins that scan a large run's column for a few probed values instead of building its
+join index (RowSet.index_for): the same matches as the index, and the same results for
+generated programs and updates (judged by the reference evaluator)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from generators import describe, engine_facts, programs, render_program, updates
+from gpu_engine.kernels import join as J
+from gpu_engine.kernels import keys as K
+from gpu_engine.kernels.backend import get_backend
+from hypothesis import HealthCheck, given, note, reject, settings
+from hypothesis import strategies as st
+from reference import LimitExceeded, evaluate
+from test_fuzz import MAX_TUPLES
+from test_update import (
+    check_state,
+    derivation_counts,
+    derived_facts,
+    engine_update,
+    explicit_facts,
+    reference,
+    updated_facts,
+    with_facts,
+)
+
+import gpu_engine.rowset as RS
+from gpu_engine.rowset import RowSet
+
+
+def _matches(be, idx, probe):
+    if idx.spec is None:
+        pk, ik = K.joint_keys(be, [probe], list(idx.key_cols))
+        lo, cnt = J.probe(be, pk, ik)
+    else:
+        lo, cnt = J.probe(be, K.pack_probe(be, [probe], idx.spec), idx.sorted_keys)
+    pi, at = J.expand(be, lo, cnt)
+    return sorted(zip(pi.tolist(), idx.rows[at].tolist()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scanned_index_matches_the_index(seed, monkeypatch):
+    monkeypatch.setattr(RS, "SCAN_ROWS", 1)
+    monkeypatch.setattr(RS, "BITS_ROWS", 16)
+    be = get_backend("cpu")
+    rng = np.random.default_rng(seed)
+    n = 3000
+    lo = -40 if seed % 2 else 0  # negative numbers in the columns
+    cols = tuple(rng.integers(lo, hi, n) for hi in (50, 300, 1 << 40))
+    rs = RowSet.from_columns(be, cols, 3)
+    for p in (1, 2):
+        for k in (1, 5, 64):
+            src = rs.cols[p][rng.integers(0, len(rs), k)]
+            probe = np.concatenate([src, rng.integers(lo - 5, 400, k)])[:k]
+            fresh = RowSet(be, rs.cols, rs.keys, rs.spec, rs.n)  # no cached index
+            got = fresh.index_for((p,), (), (), [probe], len(probe))
+            assert ((p,), (), ()) not in fresh._indexes  # scanned, not built
+            assert _matches(be, got, probe) == _matches(be, rs.index((p,)), probe)
+    fresh = RowSet(be, rs.cols, rs.keys, rs.spec, rs.n)
+    for _ in range(RS.SCAN_BUDGET + 1):  # the scans add up: then the index is built
+        fresh.index_for((1,), (), (), [rs.cols[1][:3]], 3)
+    assert ((1,), (), ()) in fresh._indexes
+
+
+def _reasoner(program):
+    from gpu_engine import Reasoner
+
+    r = Reasoner(render_program(program), device="cpu", counting=True, modules="off")
+    for name, data in engine_facts(program).items():
+        r.add_facts(name, data)
+    r.materialise()
+    return r
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(program=programs(), data=st.data())
+def test_programs_with_scanned_joins(program, data, monkeypatch) -> None:
+    """Every join of at most SCAN_PROBES probe rows on a later column scans it (until
+    the run's scan budget is spent): materialisation and updates by every algorithm
+    equal the reference."""
+    try:
+        evaluate(program, max_tuples=MAX_TUPLES)
+    except LimitExceeded:
+        reject()
+    note(describe(program))
+    monkeypatch.setattr(RS, "SCAN_ROWS", 1)
+    monkeypatch.setattr(RS, "BITS_ROWS", 4)
+    monkeypatch.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
+    r = _reasoner(program)
+    explicit = explicit_facts(program)
+    expected = reference(program)
+    problems = check_state(r, program, explicit, expected, "dredc")
+    assert not problems, "\n".join(problems)
+    for step in range(data.draw(st.integers(1, 3), label="updates")):
+        algorithm = data.draw(st.sampled_from(["dredc", "dred", "bfc", "remat"]),
+                              label="algorithm")
+        counts = derivation_counts(with_facts(program, explicit), expected)
+        update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+        note(f"update {step + 1} ({algorithm}): {update.describe()}")
+        insert, delete = engine_update(update, program)
+        r.update(insert=insert, delete=delete, algorithm=algorithm)
+        explicit = updated_facts(explicit, update)
+        expected = reference(with_facts(program, explicit))
+        problems = check_state(r, program, explicit, expected, algorithm)
+        assert not problems, "\n".join(problems)

@@ -80,7 +80,7 @@ BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
 LARGE_E = 1000  # ... when E has at least this many facts (below, DRed≈ costs little anyway)
 BF_BUDGET = 0.03  # auto: B/F≈ gives up once it checks more than this fraction of |I|
-BF_TIME = 0.3  # ... or runs longer than this share of the last materialisation's time
+BF_TIME = 0.35  # ... or runs longer than this share of the last materialisation's time
 BF_MIN_SECONDS = 0.01  # ... but never less than this
 # auto: a deletion touching classes of two or more members runs DRed≈ when they have at
 # most this many members in all (exploding them costs little: LUBM(10) with duplicates,

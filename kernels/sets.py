@@ -189,6 +189,7 @@ def merge_positions(be: Backend, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
 NEARLY_MIN = 4096  # CPU: from this size a value sort looks for keys already in order
 NEARLY_SORTED = 8  # ... and sorts apart at most 1/8 of them (out of place) and merges
 SAMPLE_DESCENTS = 64  # ... when samples show at most 1/64 descents (else a plain sort)
+FEW_RUNS = 8  # ... and merges keys that are fewer than this many sorted runs
 
 
 def _looks_unsorted(xp: Any, keys: Any) -> bool:
@@ -225,10 +226,21 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
             keys.sort()
             return keys
         return xp.sort(keys)
+    cuts = xp.flatnonzero(keys[1:] < keys[:-1]) + 1  # where a sorted run starts
+    if not len(cuts):
+        return keys
+    if len(cuts) < FEW_RUNS:  # a few sorted runs (parts of a union): merged, no sort
+        bounds = [0, *be.to_host(cuts).tolist(), n]
+        runs = [keys[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        while len(runs) > 1:
+            runs = [_merge_sorted(xp, runs[i], runs[i + 1]) if i + 1 < len(runs)
+                    else runs[i] for i in range(0, len(runs), 2)]
+        if overwrite:
+            keys[:] = runs[0]
+            return keys
+        return runs[0]
     bad = keys < xp.maximum.accumulate(keys)  # below an earlier key: out of place
     k = int(xp.count_nonzero(bad))
-    if k == 0:
-        return keys
     if k > n // NEARLY_SORTED:
         if overwrite:
             keys.sort()
@@ -236,11 +248,20 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
         return xp.sort(keys)
     good = keys[~bad]
     b = xp.sort(keys[bad])
-    at = xp.searchsorted(good, b, side="right") + xp.arange(k, dtype=INDEX)
     out = keys if overwrite else xp.empty_like(keys)
-    slot = xp.ones(n, dtype=bool)
+    return _merge_sorted(xp, good, b, out)
+
+
+def _merge_sorted(xp: Any, a: Any, b: Any, out: Any | None = None) -> Any:
+    """Two sorted arrays (duplicates allowed) merged by rank into ``out`` (or a new
+    array): ``b``'s keys go after the equal keys of ``a``."""
+    k = len(b)
+    at = xp.searchsorted(a, b, side="right") + xp.arange(k, dtype=INDEX)
+    if out is None:
+        out = xp.empty(len(a) + k, dtype=a.dtype)
+    slot = xp.ones(len(out), dtype=bool)
     slot[at] = False
-    out[slot] = good
+    out[slot] = a
     out[at] = b
     return out
 

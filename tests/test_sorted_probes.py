@@ -63,3 +63,12 @@ def test_sort_values_on_nearly_sorted_keys(seed, monkeypatch):
         uk, cnt = S.unique_keys(be, keys, return_counts=True)
         u, c = np.unique(keys, return_counts=True)
         assert np.array_equal(uk, u) and np.array_equal(cnt, c)
+    for parts in (2, 3, 7, 9):  # unions of sorted parts, duplicates across them
+        keys = np.concatenate([np.sort(rng.integers(0, 300, int(m)))
+                               for m in rng.integers(1, 400, parts)])
+        want = np.sort(keys)
+        assert np.array_equal(S.sort_values(be, keys), want)
+        assert np.array_equal(S.sort_values(be, keys.copy(), overwrite=True), want)
+        sk, order = S.sort_with_order(be, keys)
+        assert np.array_equal(sk, want)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))

@@ -129,8 +129,8 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
 
 def _time_left(last: float, t0: float) -> float:
     """auto's time budget for B/F≈ or DRed≈: :data:`BF_TIME` of the last materialisation
-    less what the update has spent since ``t0``, so that a fallback to Remat≈ costs at most that share more; never less
-    than :data:`BF_MIN_SECONDS`."""
+    less what the update has spent since ``t0``, so that a fallback to Remat≈ costs at
+    most that share more; never less than :data:`BF_MIN_SECONDS`."""
     return max(BF_TIME * last - (time.perf_counter() - t0), BF_MIN_SECONDS)
 
 

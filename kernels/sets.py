@@ -144,7 +144,9 @@ def take_rows(cols: Columns, idx: Any) -> tuple[Any, ...]:
 def merge_disjoint(
     be: Backend, a_keys: Any, a_cols: Columns, b_keys: Any, b_cols: Columns
 ) -> tuple[Any, tuple[Any, ...]]:
-    """Union of two sorted, disjoint row sets by a linear merge (scatter by rank)."""
+    """Union of two sorted, disjoint row sets by a linear merge (scatter by rank).  Keys
+    on both sides may also be equal (a value sort's merge): both are kept, ``b``'s
+    first."""
     xp = be.xp
     na, nb = len(a_keys), len(b_keys)
     if nb == 0:
@@ -233,11 +235,8 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
         bounds = [0, *be.to_host(cuts).tolist(), n]
         runs = [keys[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         while len(runs) > 1:
-            runs = [_merge_sorted(xp, runs[i], runs[i + 1]) if i + 1 < len(runs)
-                    else runs[i] for i in range(0, len(runs), 2)]
-        if overwrite:
-            keys[:] = runs[0]
-            return keys
+            runs = [merge_disjoint(be, runs[i], (), runs[i + 1], ())[0]
+                    if i + 1 < len(runs) else runs[i] for i in range(0, len(runs), 2)]
         return runs[0]
     bad = keys < xp.maximum.accumulate(keys)  # below an earlier key: out of place
     k = int(xp.count_nonzero(bad))
@@ -246,24 +245,7 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
             keys.sort()
             return keys
         return xp.sort(keys)
-    good = keys[~bad]
-    b = xp.sort(keys[bad])
-    out = keys if overwrite else xp.empty_like(keys)
-    return _merge_sorted(xp, good, b, out)
-
-
-def _merge_sorted(xp: Any, a: Any, b: Any, out: Any | None = None) -> Any:
-    """Two sorted arrays (duplicates allowed) merged by rank into ``out`` (or a new
-    array): ``b``'s keys go after the equal keys of ``a``."""
-    k = len(b)
-    at = xp.searchsorted(a, b, side="right") + xp.arange(k, dtype=INDEX)
-    if out is None:
-        out = xp.empty(len(a) + k, dtype=a.dtype)
-    slot = xp.ones(len(out), dtype=bool)
-    slot[at] = False
-    out[slot] = a
-    out[at] = b
-    return out
+    return merge_disjoint(be, keys[~bad], (), xp.sort(keys[bad]), ())[0]
 
 
 def unique_keys(be: Backend, keys: Any, return_counts: bool = False,

@@ -42,10 +42,23 @@ def test_few_queries_or_keys_search_directly():
     assert S._probe_order(be, 1 << 20, q) is not None
 
 
+def _sorts_agree(be, keys):
+    want = np.sort(keys)
+    assert np.array_equal(S.sort_values(be, keys), want)
+    assert np.array_equal(S.sort_values(be, keys.copy(), overwrite=True), want)
+    sk, order = S.sort_with_order(be, keys)
+    assert np.array_equal(sk, want)
+    assert np.array_equal(order, np.argsort(keys, kind="stable"))
+    uk, cnt = S.unique_keys(be, keys, return_counts=True)
+    u, c = np.unique(keys, return_counts=True)
+    assert np.array_equal(uk, u) and np.array_equal(cnt, c)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_sort_values_on_nearly_sorted_keys(seed, monkeypatch):
-    """Keys sorted, sorted but for a few (below the running maximum), or not sorted:
-    the same as NumPy's sort, in place or not; sort_with_order and unique_keys too."""
+    """Keys sorted, sorted but for a few (below the running maximum), unions of sorted
+    parts, or not sorted: the same as NumPy's sort, in place or not; sort_with_order and
+    unique_keys too."""
     monkeypatch.setattr(S, "NEARLY_MIN", 16)
     be = get_backend("cpu")
     rng = np.random.default_rng(seed)
@@ -54,21 +67,7 @@ def test_sort_values_on_nearly_sorted_keys(seed, monkeypatch):
         keys = base.copy()
         at = rng.choice(len(keys), moved, replace=False)
         keys[at] = rng.integers(0, 600, moved)  # some above the others, duplicates
-        want = np.sort(keys)
-        assert np.array_equal(S.sort_values(be, keys), want)
-        assert np.array_equal(S.sort_values(be, keys.copy(), overwrite=True), want)
-        sk, order = S.sort_with_order(be, keys)
-        assert np.array_equal(sk, want)
-        assert np.array_equal(order, np.argsort(keys, kind="stable"))
-        uk, cnt = S.unique_keys(be, keys, return_counts=True)
-        u, c = np.unique(keys, return_counts=True)
-        assert np.array_equal(uk, u) and np.array_equal(cnt, c)
+        _sorts_agree(be, keys)
     for parts in (2, 3, 7, 9):  # unions of sorted parts, duplicates across them
-        keys = np.concatenate([np.sort(rng.integers(0, 300, int(m)))
-                               for m in rng.integers(1, 400, parts)])
-        want = np.sort(keys)
-        assert np.array_equal(S.sort_values(be, keys), want)
-        assert np.array_equal(S.sort_values(be, keys.copy(), overwrite=True), want)
-        sk, order = S.sort_with_order(be, keys)
-        assert np.array_equal(sk, want)
-        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+        _sorts_agree(be, np.concatenate([np.sort(rng.integers(0, 300, int(m)))
+                                         for m in rng.integers(1, 400, parts)]))

@@ -685,7 +685,13 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             outputs: dict[str, list[Any]] = {n: [] for n in rels}
             versions = {Role.DELTA: dl, Role.OLD: prev, Role.NEW: engine.store}
             changed = {n for n in rels if len(dl[n])}
-            for rule in cur:
+            pick = cur
+            if touch.SHORTCUTS:  # the rules reading Δ (through touch's index), and `full`
+                pick = touch.seeing(cur, {n: dl[n] for n in changed}, None)
+                if full:
+                    seen = {id(r) for r in pick}
+                    pick = [r for r in cur if id(r) in full or id(r) in seen]
+            for rule in pick:
                 atoms = _atoms(rule)
                 fp = engine._functional.get(id(rule))
                 if fp is not None:  # Mat≈'s star per group (gpu_engine.equality)

@@ -34,6 +34,7 @@ import dataclasses
 import time
 from typing import Any
 
+from gpu_engine.kernels import cpu_small as small
 from gpu_engine.kernels.oom import describe
 
 from . import fallback, twin
@@ -64,6 +65,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     algorithms: it may inject additions or raise ``fdu.Restart`` (the state is restored).
     A change that is empty after normalisation runs no round (incremental algorithms)."""
     t0 = time.perf_counter()
+    small.consider(sum(len(r) for r in engine.store.values()))  # compiled small kernels
     if getattr(engine, "equality", None) is not None:  # equality by rewriting: DRed≈/Remat≈
         from .equality_maintenance import apply_update as apply_update_eq
 

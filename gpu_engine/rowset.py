@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_engine.kernels import cpu_small as small
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels import sets as S
 from gpu_engine.kernels.backend import INDEX, Backend
@@ -337,6 +338,8 @@ class RowSet:
         if self.arity == 1:
             return S.isin_sorted(self.be, cols[0], self.keys, rows_sorted)
         if self.spec is not None:
+            if small.use(self.be, n):
+                return small.contains_packed(cols, self.spec, self.keys)
             if self.spec.covers(*(ranges or K.column_ranges(self.be, cols))):
                 # packing with a covering layout keeps sorted rows sorted
                 return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_engine.kernels import cpu_small as small
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import Backend
 
@@ -59,7 +60,8 @@ class RunSet:
         are read once for every run and tombstone set, and a run or tombstone set whose
         first column's range (cached) misses the rows' is skipped."""
         xp = self.be.xp
-        if not self.arity or not n or len(self.runs) + len(self.dead) < 2:
+        if not self.arity or not n or len(self.runs) + len(self.dead) < 2 or small.use(
+                self.be, n):  # (compiled tests of a few rows cost less than the ranges)
             mask = xp.zeros(n, dtype=bool)
             for r in self.runs:
                 mask |= r.contains(cols) if self.arity else xp.full(n, bool(len(r)),

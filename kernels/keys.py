@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import cpu_numba as _numba
+from . import cpu_small as _small
 from .backend import INDEX, Backend
 
 Columns = Sequence[Any]
@@ -40,6 +41,8 @@ def column_ranges(be: Backend, cols: Columns) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every (non-empty) column, as Python ints."""
     if not cols or len(cols[0]) == 0:
         return [0] * len(cols), [0] * len(cols)
+    if _small.use(be, len(cols[0])):
+        return _small.ranges(tuple(cols))
     if not be.is_gpu:  # NumPy reductions return host scalars: no stacking needed
         return [int(c.min()) for c in cols], [int(c.max()) for c in cols]
     xp = be.xp
@@ -67,6 +70,8 @@ def pack(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     xp = be.xp
     if not cols:
         return xp.zeros(0, dtype=INDEX)
+    if _small.use(be, len(cols[0])):
+        return _small.pack(tuple(cols), spec)
     if _parallel(be, len(cols[0])):
         return _numba.pack(cols, spec.offsets, spec.shifts)
     key = (cols[0] - spec.offsets[0]) << spec.shifts[0]
@@ -79,6 +84,8 @@ def pack_probe(be: Backend, cols: Columns, spec: KeySpec) -> Any:
     """Pack probe-side columns; rows with a value outside ``spec`` get key -1 (no match)."""
     xp = be.xp
     n = len(cols[0])
+    if _small.use(be, n):
+        return _small.pack_probe(tuple(cols), spec)
     if _parallel(be, n):
         return _numba.pack_probe(cols, spec.offsets, spec.widths, spec.shifts)
     valid = xp.ones(n, dtype=bool)

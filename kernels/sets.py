@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import cpu_numba as _numba
+from . import cpu_small as _small
 from .backend import INDEX, Backend
 
 Columns = Sequence[Any]
@@ -130,6 +131,8 @@ def isin_sorted(be: Backend, keys: Any, sorted_keys: Any, keys_sorted: bool = Fa
     xp = be.xp
     if len(sorted_keys) == 0 or len(keys) == 0:
         return xp.zeros(len(keys), dtype=bool)
+    if _small.use(be, len(keys)):
+        return _small.isin(keys, sorted_keys)
     if keys_sorted and _parallel(be, len(keys)):
         return _numba.isin_sorted_merge(keys, sorted_keys)
     idx = search(be, sorted_keys, keys)
@@ -153,6 +156,18 @@ def merge_disjoint(
         return a_keys, tuple(a_cols)
     if na == 0:
         return b_keys, tuple(b_cols)
+    if _small.use(be, na + nb):
+        out_keys, pos_a, pos_b = _small.merge(a_keys, b_keys)
+        out_cols = []
+        for ca, cb in zip(a_cols, b_cols):
+            if ca is a_keys and cb is b_keys:  # a set of one column: its keys
+                out_cols.append(out_keys)
+                continue
+            oc = xp.empty(na + nb, dtype=INDEX)
+            oc[pos_a] = ca
+            oc[pos_b] = cb
+            out_cols.append(oc)
+        return out_keys, tuple(out_cols)
     if _parallel(be, na + nb):
         out_keys = _numba.merge(a_keys, b_keys)
         if not a_cols:
@@ -257,6 +272,9 @@ def unique_keys(be: Backend, keys: Any, return_counts: bool = False,
     xp = be.xp
     n = len(keys)
     be.charge(n)
+    if _small.use(be, n) and n:
+        uk, cnt = _small.unique(keys, return_counts)
+        return (uk, cnt) if return_counts else uk
     sk = sort_values(be, keys, overwrite)
     pos = unique_sorted_positions(be, sk)
     if not return_counts:

@@ -77,6 +77,19 @@ def device(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(autouse=True)
+def _small_kernels_per_test():
+    """Every test starts with the compiled small-input kernels off and the process's
+    update count at zero (``kernels/cpu_small.py``): they come on as they would in a
+    fresh process (a large materialisation, or the eighth update within the test), so
+    that which path a test takes does not depend on the tests run before it."""
+    from gpu_engine.kernels import cpu_small
+
+    cpu_small._on, cpu_small._updates = False, 0
+    yield
+    cpu_small._on, cpu_small._updates = False, 0
+
+
 def locate_shared_dir() -> Path | None:
     """``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``; None if absent."""
     sibling = TESTS_DIR.parents[1] / "shared"

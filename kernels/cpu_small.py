@@ -1,0 +1,234 @@
+"""Serial Numba kernels for small inputs on the CPU: one compiled call in place of a
+dozen array calls.
+
+A small update reads its relations a few rows at a time: a membership test of 20 rows,
+a probe of 50 keys.  Each NumPy call costs about a microsecond whatever its size, and
+testing 20 rows of a packed binary relation takes about ten of them (the columns'
+ranges, packing, a binary search, a gather, a comparison): 14 µs, against 1.2 µs for one
+compiled loop that packs and searches row by row.  These kernels serve inputs of at most
+:data:`MAX_ROWS` rows, with the same results as the array operations they replace.
+
+Numba's first call in a process costs about 0.3 s (its compiler and the cached kernels
+are loaded), which a short process with a small materialisation would pay for nothing.
+So the kernels are off until :func:`enable` is called.  Maintenance calls
+:func:`consider` at every update: the kernels come on for an update of a materialisation
+of at least :data:`ENABLE_FACTS` facts (the rule of ``cpu_numba.FIRST_USE_ROWS``: only
+work of that size pays the first use), or for the :data:`ENABLE_UPDATES`-th update of the
+process (a long-lived process: the first use is paid once for many updates).
+``GPU_ENGINE_SMALL_KERNELS=0`` keeps them off.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .numba_cache import CACHE
+
+try:
+    from numba import njit
+
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - numba is a dependency
+    AVAILABLE = False
+
+MAX_ROWS = 4096  # inputs up to this many rows take the compiled loop
+ENABLE_FACTS = 1 << 21  # an update of a materialisation this large turns them on ...
+ENABLE_UPDATES = 8  # ... and so does the process's eighth update
+
+_on = False
+_updates = 0  # updates this process has applied (consider)
+
+
+def enable() -> None:
+    """Turn the kernels on for this process (loading them costs ~0.3 s once)."""
+    global _on
+    if _on or not AVAILABLE or os.environ.get("GPU_ENGINE_SMALL_KERNELS", "1") == "0":
+        return
+    _on = True
+
+
+def consider(facts: int) -> None:
+    """An update of a materialisation of ``facts`` facts is about to run: turn the
+    kernels on when it is large enough, or when the process has applied enough updates
+    (module docstring)."""
+    global _updates
+    _updates += 1
+    if not _on and (facts >= ENABLE_FACTS or _updates >= ENABLE_UPDATES):
+        enable()
+
+
+def disable() -> None:
+    """Turn the kernels off (tests compare both paths)."""
+    global _on
+    _on = False
+
+
+def use(be: Any, n: int) -> bool:
+    """Whether the compiled loop serves ``n`` rows on backend ``be``."""
+    return _on and n <= MAX_ROWS and not be.is_gpu
+
+
+if AVAILABLE:
+
+    @njit(cache=CACHE, nogil=True)
+    def _lower_bound(keys: np.ndarray, k: int) -> int:
+        lo, hi = 0, keys.shape[0]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if keys[mid] < k:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    @njit(cache=CACHE, nogil=True)
+    def _isin(needles: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        n, m = needles.shape[0], keys.shape[0]
+        out = np.zeros(n, dtype=np.bool_)
+        for i in range(n):
+            at = _lower_bound(keys, needles[i])
+            out[i] = at < m and keys[at] == needles[i]
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _contains_packed(cols: Any, offsets: Any, widths: Any, shifts: Any,
+                         keys: np.ndarray) -> np.ndarray:
+        n, m = cols[0].shape[0], keys.shape[0]
+        out = np.zeros(n, dtype=np.bool_)
+        for i in range(n):
+            k = 0
+            ok = True
+            for j in range(len(cols)):
+                c = cols[j][i]
+                d = c - offsets[j]
+                w = widths[j]
+                if c < offsets[j] or d < 0 or (w < 63 and d >= (1 << w)):
+                    ok = False
+                    break
+                k |= d << shifts[j]
+            if ok:
+                at = _lower_bound(keys, k)
+                out[i] = at < m and keys[at] == k
+        return out
+
+
+    @njit(cache=CACHE, nogil=True)
+    def _ranges(cols: Any) -> tuple[np.ndarray, np.ndarray]:
+        k = len(cols)
+        lo = np.empty(k, dtype=np.int64)
+        hi = np.empty(k, dtype=np.int64)
+        for j in range(k):
+            c = cols[j]
+            a = c[0]
+            b = c[0]
+            for i in range(1, c.shape[0]):
+                v = c[i]
+                if v < a:
+                    a = v
+                elif v > b:
+                    b = v
+            lo[j] = a
+            hi[j] = b
+        return lo, hi
+
+    @njit(cache=CACHE, nogil=True)
+    def _pack_probe(cols: Any, offsets: Any, widths: Any, shifts: Any) -> np.ndarray:
+        n = cols[0].shape[0]
+        out = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            k = 0
+            for j in range(len(cols)):
+                c = cols[j][i]
+                d = c - offsets[j]
+                w = widths[j]
+                if c < offsets[j] or d < 0 or (w < 63 and d >= (1 << w)):
+                    k = -1
+                    break
+                k |= d << shifts[j]
+            out[i] = k
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _pack(cols: Any, offsets: Any, shifts: Any) -> np.ndarray:
+        n = cols[0].shape[0]
+        out = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            k = 0
+            for j in range(len(cols)):
+                k |= (cols[j][i] - offsets[j]) << shifts[j]
+            out[i] = k
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _unique(keys: np.ndarray, counts: bool) -> tuple[np.ndarray, np.ndarray]:
+        sk = np.sort(keys)
+        n = sk.shape[0]
+        out = np.empty(n, dtype=sk.dtype)
+        cnt = np.zeros(n if counts else 0, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if i == 0 or sk[i] != sk[i - 1]:
+                out[m] = sk[i]
+                m += 1
+            if counts:
+                cnt[m - 1] += 1
+        return out[:m].copy(), cnt[:m].copy()
+
+    @njit(cache=CACHE, nogil=True)
+    def _merge(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        na, nb = a.shape[0], b.shape[0]
+        out = np.empty(na + nb, dtype=a.dtype)
+        pa = np.empty(na, dtype=np.int64)
+        pb = np.empty(nb, dtype=np.int64)
+        i = j = 0
+        while i < na or j < nb:
+            if j == nb or (i < na and a[i] < b[j]):  # equal keys: b's first
+                pa[i] = i + j
+                out[i + j] = a[i]
+                i += 1
+            else:
+                pb[j] = i + j
+                out[i + j] = b[j]
+                j += 1
+        return out, pa, pb
+
+
+def isin(needles: Any, keys: Any) -> Any:
+    """Mask: which of ``needles`` occur in the sorted ``keys``."""
+    return _isin(needles, keys)
+
+
+def contains_packed(cols: tuple[Any, ...], spec: Any, keys: Any) -> Any:
+    """Mask: which rows (columns ``cols``) occur in sorted ``keys`` packed with ``spec``
+    (rows with a value outside the layout occur nowhere)."""
+    return _contains_packed(cols, spec.offsets, spec.widths, spec.shifts, keys)
+
+
+def ranges(cols: tuple[Any, ...]) -> tuple[list[int], list[int]]:
+    """Minimum and maximum of every (non-empty) column, as Python ints."""
+    lo, hi = _ranges(cols)
+    return lo.tolist(), hi.tolist()
+
+
+def pack_probe(cols: tuple[Any, ...], spec: Any) -> Any:
+    """``kernels.keys.pack_probe``: keys packed with ``spec``, -1 for rows outside it."""
+    return _pack_probe(cols, spec.offsets, spec.widths, spec.shifts)
+
+
+def pack(cols: tuple[Any, ...], spec: Any) -> Any:
+    """``kernels.keys.pack``: columns whose values fit ``spec`` packed into keys."""
+    return _pack(cols, spec.offsets, spec.shifts)
+
+
+def unique(keys: Any, counts: bool = False) -> tuple[Any, Any]:
+    """Sorted distinct keys and (with ``counts``) their multiplicities."""
+    return _unique(keys, counts)
+
+
+def merge(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """Two sorted key arrays merged (equal keys allowed, ``b``'s first) and the
+    positions of ``a``'s and ``b``'s keys in the result."""
+    return _merge(a, b)

@@ -1,0 +1,178 @@
+"""The compiled kernels for small inputs (``kernels/cpu_small.py``) give the array
+operations' results: kernel by kernel on random and edge-case inputs, and on generated
+programs whose materialisations and updates (every algorithm, with equality too) are
+judged by the reference evaluator with the kernels on."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from generators import describe, programs
+from gpu_engine.kernels import cpu_small as small
+from gpu_engine.kernels import keys as K
+from gpu_engine.kernels import sets as S
+from gpu_engine.kernels.backend import get_backend
+from hypothesis import HealthCheck, given, note, reject, settings
+from hypothesis import strategies as st
+from reference import LimitExceeded, evaluate
+from test_fuzz import MAX_TUPLES
+from test_scan_index import _reasoner
+from test_update import (
+    check_state,
+    derivation_counts,
+    derived_facts,
+    engine_update,
+    explicit_facts,
+    reference,
+    updated_facts,
+    updates,
+    with_facts,
+)
+
+from gpu_engine.rowset import RowSet
+from gpu_engine.runs import RunSet
+
+pytestmark = pytest.mark.skipif(not small.AVAILABLE, reason="Numba is missing")
+
+
+@pytest.fixture
+def kernels_on(monkeypatch):
+    monkeypatch.setattr(small, "_on", True)
+
+
+def both(fn):
+    """``fn()`` with the kernels off and on."""
+    old = small._on
+    try:
+        small._on = False
+        off = fn()
+        small._on = True
+        on = fn()
+    finally:
+        small._on = old
+    return off, on
+
+
+def _same(a, b) -> None:
+    if isinstance(a, tuple | list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernels_equal_the_array_operations(seed: int) -> None:
+    be = get_backend("cpu")
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    arity = int(rng.integers(1, 4))
+    lo = int(rng.integers(-50, 50))
+    span = int(rng.choice([3, 100, 1 << 20]))
+    cols = tuple(rng.integers(lo, lo + span, n).astype(np.int64) for _ in range(arity))
+    mins, maxs = K.column_ranges(be, cols)
+    _same(*both(lambda: K.column_ranges(be, cols)))
+    spec = K.make_spec(mins, maxs)
+    if spec is None:
+        return
+    _same(*both(lambda: K.pack(be, cols, spec)))
+    # probes partly outside the layout (below, above, far below: no wrap-around)
+    probe = tuple(np.concatenate([c[: n // 2], rng.integers(lo - 5, lo + span + 5, 20),
+                                  [np.iinfo(np.int64).min + 3, lo - 1]]).astype(np.int64)
+                  for c in cols)
+    _same(*both(lambda: K.pack_probe(be, probe, spec)))
+    keys = np.unique(K.pack(be, cols, spec))
+    needles = K.pack_probe(be, probe, spec)
+    _same(*both(lambda: S.isin_sorted(be, needles, keys)))
+    raw = K.pack(be, cols, spec)
+    _same(*both(lambda: S.unique_keys(be, raw.copy())))
+    _same(*both(lambda: S.unique_keys(be, raw.copy(), return_counts=True)))
+    other = np.unique(rng.integers(lo, lo + span, int(rng.integers(1, 50))))
+    a = np.unique(raw)
+    b = other[~np.isin(other, a)] if seed % 2 else other  # disjoint, or with equal keys
+    if len(b):
+        _same(*both(lambda: S.merge_disjoint(be, a, (a, a * 3), b, (b, b * 3))))
+        _same(*both(lambda: S.merge_disjoint(be, a, (a,), b, (b,))))
+    rs = RowSet.from_columns(be, cols, arity)
+    _same(*both(lambda: rs.contains(probe)))
+    half = rs.select(np.arange(len(rs)) % 2 == 0)
+    runs = RunSet.of(rs).without(half)
+    _same(*both(lambda: runs.contains(probe, len(probe[0]))))
+
+
+def test_wide_layouts_and_empty_inputs(kernels_on) -> None:
+    be = get_backend("cpu")
+    big = np.array([0, 1, 1 << 62, (1 << 63) - 1], dtype=np.int64)
+    spec = K.make_spec([0], [(1 << 63) - 1])
+    assert spec is not None and spec.widths == (63,)
+    small._on = False
+    want = K.pack_probe(be, (big,), spec)
+    small._on = True
+    _same(K.pack_probe(be, (big,), spec), want)
+    empty = np.zeros(0, dtype=np.int64)
+    assert len(S.isin_sorted(be, empty, big)) == 0
+    assert len(S.unique_keys(be, empty)) == 0
+    assert K.column_ranges(be, (empty,)) == ([0], [0])
+
+
+def test_kernels_come_on_for_large_or_long_work(monkeypatch) -> None:
+    monkeypatch.setattr(small, "_on", False)
+    monkeypatch.setattr(small, "_updates", 0)
+    small.consider(10)
+    assert not small._on
+    small.consider(small.ENABLE_FACTS)
+    assert small._on == (os.environ.get("GPU_ENGINE_SMALL_KERNELS", "1") != "0")
+    monkeypatch.setattr(small, "_on", False)
+    monkeypatch.setattr(small, "_updates", 0)
+    for _ in range(small.ENABLE_UPDATES - 1):
+        small.consider(10)
+    assert not small._on
+    small.consider(10)
+    assert small._on == (os.environ.get("GPU_ENGINE_SMALL_KERNELS", "1") != "0")
+    assert not small.use(get_backend("cpu"), small.MAX_ROWS + 1)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(program=programs(), data=st.data())
+def test_programs_with_small_kernels(program, data, kernels_on, monkeypatch) -> None:
+    """Materialisation and updates by every algorithm, the kernels on, equal the
+    reference."""
+    try:
+        evaluate(program, max_tuples=MAX_TUPLES)
+    except LimitExceeded:
+        reject()
+    note(describe(program))
+    monkeypatch.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
+    r = _reasoner(program)
+    explicit = explicit_facts(program)
+    expected = reference(program)
+    problems = check_state(r, program, explicit, expected, "dredc")
+    assert not problems, "\n".join(problems)
+    for step in range(data.draw(st.integers(1, 3), label="updates")):
+        algorithm = data.draw(st.sampled_from(["dredc", "dred", "bfc", "bf", "remat"]),
+                              label="algorithm")
+        counts = derivation_counts(with_facts(program, explicit), expected)
+        update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+        note(f"update {step + 1} ({algorithm}): {update.describe()}")
+        insert, delete = engine_update(update, program)
+        r.update(insert=insert, delete=delete, algorithm=algorithm)
+        explicit = updated_facts(explicit, update)
+        expected = reference(with_facts(program, explicit))
+        problems = check_state(r, program, explicit, expected, algorithm)
+        assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_equality_updates_with_small_kernels(seed: int, kernels_on) -> None:
+    """Random insertion/deletion sequences with equality (DRed≈, B/F≈, auto, Remat≈),
+    the kernels on: every step equals a fresh Remat≈ and, expanded, the reference."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(140000 + seed, steps=5)
+    assert rec["disagreements"] == [], rec

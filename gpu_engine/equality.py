@@ -361,8 +361,37 @@ class EqualityEngine(Engine):
         return self.symbols.decode_many(np.array([rep], dtype=np.int64))[0]
 
     def _normalise(self, rule: Rule) -> tuple[Rule, bool]:
-        new, _, body = map_constants(rule, self.equality.domain, self._normal_constant)
-        return new, body
+        """``rule`` with its domain constants normalised by ρ, and whether a body constant
+        changed.  Per rule the dictionary ids of its domain constants and the normal forms
+        met so far (by the bytes of the constants' representatives) are kept, so that a
+        later call costs one gather, and the same representatives give the same rule
+        object (plans and per-rule caches keyed by it stay valid)."""
+        memo = self.__dict__.setdefault("_normal_forms", {})
+        hit = memo.get(id(rule))
+        if hit is None or hit[0] is not rule:
+            values: list[Any] = []
+            map_constants(rule, self.equality.domain, lambda v: values.append(v) or v)
+            ids = (np.array([self.symbols.encode(str(v)) for v in dict.fromkeys(values)],
+                            dtype=np.int64) if values else None)
+            if len(memo) > 4096:
+                memo.clear()
+            hit = memo[id(rule)] = (rule, ids, {})
+        _, ids, forms = hit
+        if ids is None:
+            return rule, False
+        rho = self.rho()
+        reps = ids.copy()
+        inside = ids < len(rho)
+        if inside.any():
+            reps[inside] = self.be.to_host(rho[self.be.xp.asarray(ids[inside])])
+        key = reps.tobytes()
+        got = forms.get(key)
+        if got is None:
+            if len(forms) > 64:
+                forms.clear()
+            new, _, body = map_constants(rule, self.equality.domain, self._normal_constant)
+            got = forms[key] = (new, body)
+        return got
 
     # --- materialisation ----------------------------------------------------------------
 

@@ -30,6 +30,8 @@ from .numba_cache import CACHE
 try:
     from numba import njit
 
+    from .small_path import _lower  # binary search: first position with a key >= k
+
     AVAILABLE = True
 except ImportError:  # pragma: no cover - numba is a dependency
     AVAILABLE = False
@@ -74,22 +76,11 @@ def use(be: Any, n: int) -> bool:
 if AVAILABLE:
 
     @njit(cache=CACHE, nogil=True)
-    def _lower_bound(keys: np.ndarray, k: int) -> int:
-        lo, hi = 0, keys.shape[0]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if keys[mid] < k:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    @njit(cache=CACHE, nogil=True)
     def _isin(needles: np.ndarray, keys: np.ndarray) -> np.ndarray:
         n, m = needles.shape[0], keys.shape[0]
         out = np.zeros(n, dtype=np.bool_)
         for i in range(n):
-            at = _lower_bound(keys, needles[i])
+            at = _lower(keys, m, needles[i])
             out[i] = at < m and keys[at] == needles[i]
         return out
 
@@ -110,7 +101,7 @@ if AVAILABLE:
                     break
                 k |= d << shifts[j]
             if ok:
-                at = _lower_bound(keys, k)
+                at = _lower(keys, m, k)
                 out[i] = at < m and keys[at] == k
         return out
 

@@ -90,14 +90,18 @@ def test_programs_with_scanned_joins(program, data, monkeypatch) -> None:
     monkeypatch.setattr(RS, "SCAN_ROWS", 1)
     monkeypatch.setattr(RS, "BITS_ROWS", 4)
     monkeypatch.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
-    r = _reasoner(program)
+    check_updates(_reasoner(program), program, data, ["dredc", "dred", "bfc", "remat"])
+
+
+def check_updates(r, program, data, algorithms: list[str]) -> None:
+    """The materialisation of ``program`` in ``r``, then 1-3 random updates by drawn
+    ``algorithms``, each equal to the reference evaluation."""
     explicit = explicit_facts(program)
     expected = reference(program)
     problems = check_state(r, program, explicit, expected, "dredc")
     assert not problems, "\n".join(problems)
     for step in range(data.draw(st.integers(1, 3), label="updates")):
-        algorithm = data.draw(st.sampled_from(["dredc", "dred", "bfc", "remat"]),
-                              label="algorithm")
+        algorithm = data.draw(st.sampled_from(algorithms), label="algorithm")
         counts = derivation_counts(with_facts(program, explicit), expected)
         update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
         note(f"update {step + 1} ({algorithm}): {update.describe()}")

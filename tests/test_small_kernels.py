@@ -18,18 +18,7 @@ from hypothesis import HealthCheck, given, note, reject, settings
 from hypothesis import strategies as st
 from reference import LimitExceeded, evaluate
 from test_fuzz import MAX_TUPLES
-from test_scan_index import _reasoner
-from test_update import (
-    check_state,
-    derivation_counts,
-    derived_facts,
-    engine_update,
-    explicit_facts,
-    reference,
-    updated_facts,
-    updates,
-    with_facts,
-)
+from test_scan_index import _reasoner, check_updates
 
 from gpu_engine.rowset import RowSet
 from gpu_engine.runs import RunSet
@@ -149,23 +138,7 @@ def test_programs_with_small_kernels(program, data, kernels_on, monkeypatch) -> 
         reject()
     note(describe(program))
     monkeypatch.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
-    r = _reasoner(program)
-    explicit = explicit_facts(program)
-    expected = reference(program)
-    problems = check_state(r, program, explicit, expected, "dredc")
-    assert not problems, "\n".join(problems)
-    for step in range(data.draw(st.integers(1, 3), label="updates")):
-        algorithm = data.draw(st.sampled_from(["dredc", "dred", "bfc", "bf", "remat"]),
-                              label="algorithm")
-        counts = derivation_counts(with_facts(program, explicit), expected)
-        update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
-        note(f"update {step + 1} ({algorithm}): {update.describe()}")
-        insert, delete = engine_update(update, program)
-        r.update(insert=insert, delete=delete, algorithm=algorithm)
-        explicit = updated_facts(explicit, update)
-        expected = reference(with_facts(program, explicit))
-        problems = check_state(r, program, explicit, expected, algorithm)
-        assert not problems, "\n".join(problems)
+    check_updates(_reasoner(program), program, data, ["dredc", "dred", "bfc", "bf", "remat"])
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from generators import describe, engine_facts, programs, render_program, updates
+from generators import describe, engine_facts, programs, render_program
 from gpu_engine.kernels import join as J
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import get_backend
@@ -18,8 +18,7 @@ from reference import LimitExceeded, evaluate
 from test_fuzz import MAX_TUPLES
 from test_update import (
     check_state,
-    derivation_counts,
-    derived_facts,
+    draw_update,
     engine_update,
     explicit_facts,
     reference,
@@ -102,8 +101,7 @@ def check_updates(r, program, data, algorithms: list[str]) -> None:
     assert not problems, "\n".join(problems)
     for step in range(data.draw(st.integers(1, 3), label="updates")):
         algorithm = data.draw(st.sampled_from(algorithms), label="algorithm")
-        counts = derivation_counts(with_facts(program, explicit), expected)
-        update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+        update = draw_update(data, program, explicit, expected)
         note(f"update {step + 1} ({algorithm}): {update.describe()}")
         insert, delete = engine_update(update, program)
         r.update(insert=insert, delete=delete, algorithm=algorithm)

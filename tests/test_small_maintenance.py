@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 
 import pytest
-from generators import describe, engine_facts, programs, render_program, updates
+from generators import describe, engine_facts, programs, render_program
 from hypothesis import HealthCheck, given, note, reject, settings
 from hypothesis import strategies as st
 from reference import LimitExceeded, evaluate
 from test_fuzz import MAX_TUPLES
 from test_update import (
     check_state,
-    derivation_counts,
-    derived_facts,
+    draw_update,
     engine_update,
     explicit_facts,
     has_recursive_rule,
@@ -70,8 +69,7 @@ def test_shortcuts_equal_general_passes(program, data, monkeypatch, device: str)
         m.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
         for step in range(data.draw(st.integers(1, 3), label="updates")):
             algorithm = data.draw(st.sampled_from(algorithms), label="algorithm")
-            counts = derivation_counts(with_facts(program, explicit), expected)
-            update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+            update = draw_update(data, program, explicit, expected)
             note(f"update {step + 1} ({algorithm}): {update.describe()}")
             insert, delete = engine_update(update, program)
             m.setattr(touch, "SHORTCUTS", True)

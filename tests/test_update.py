@@ -258,6 +258,14 @@ def run_sequence(
         os.environ.pop("GPU_ENGINE_HOST_UPDATES", None)
 
 
+def draw_update(data: st.DataObject, program: Program, explicit: dict[str, set[Row]],
+                expected: dict[str, set[Row]]) -> Update:
+    """A random update of ``program``'s explicit facts (deleting explicit and derived
+    facts, inserting new ones), drawn from ``data``."""
+    counts = derivation_counts(with_facts(program, explicit), expected)
+    return data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+
+
 def _run_updates(r: Reasoner, program: Program, data: st.DataObject,
                  algorithms: tuple[str | None, ...], device: str) -> None:
     """The body of :func:`run_sequence` once the reasoner is set up."""
@@ -271,8 +279,7 @@ def _run_updates(r: Reasoner, program: Program, data: st.DataObject,
     log: list[str] = []
     for step in range(data.draw(st.integers(1, 4), label="updates")):
         algorithm = data.draw(st.sampled_from(algorithms), label="algorithm")
-        counts = derivation_counts(with_facts(program, explicit), expected)
-        update = data.draw(updates(program, explicit, derived_facts(counts, explicit)))
+        update = draw_update(data, program, explicit, expected)
         log.append(f"update {step + 1} ({algorithm}): {update.describe()}")
         header = f"device={device}\n{describe(program)}" + "\n".join(log)
         insert, delete = engine_update(update, program)

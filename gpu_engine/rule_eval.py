@@ -17,16 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
+from gpu_engine.kernels import cpu_small as small
 from gpu_engine.kernels import join as J
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels import sets as S
 from gpu_engine.kernels.backend import INDEX, Backend
 
-from .expr import ExprEvaluator, const_value, term_vars
+from .expr import ExprEvaluator, const_value
 from .fallback import MemoryEvents, retry_smaller_chunks
-from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, SymbolTable, Var
+from .ir import Call, ProgramError, Rule, SymbolTable, Var
 from .range_expand import expand_range
 from .rowset import JoinIndex, RowSet
+from .rule_plan import Filter, Node, PlanCache, Probe, RulePlan, Step
 from .runs import RunSet
 from .views import View
 
@@ -85,6 +87,8 @@ class RuleEvaluator:
         # (gpu_engine.hd_eval sets it for a node joined from its parent's keys: the
         # estimated fan-out of each atom from the variables bound before it)
         self.atom_rank: dict[int, int] | None = None
+        self.plans = PlanCache()  # compiled rule plans (gpu_engine.rule_plan)
+        self._const_values: dict[int, tuple[Probe, tuple[tuple[int, int], ...]]] = {}
 
     # --- public -----------------------------------------------------------------------
 
@@ -140,27 +144,22 @@ class RuleEvaluator:
         ``initial`` starts from given binding rows instead of the single empty row
         (backward evaluation with the head bound)."""
         self._delta = delta
-        atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
-        filters: list[Any] = []
-        k = 0
-        for lit in rule.body:
-            if isinstance(lit, Negation):
-                conds = ([(negated[lit.atom.relation], False)] if isinstance(negated, dict)
-                         else negated[k])
-                filters.append(_NegFilter(lit, tuple(conds)))
-                k += 1
-            elif not isinstance(lit, Atom):
-                filters.append(lit)
         if any(len(s) == 0 for s in sources):
             return []
+        plan = self.plans.plan(rule)
+        negs: list[tuple[tuple[Source, bool], ...]] | None = None
+        if isinstance(negated, dict):
+            negs = [((negated[lit.relation], False),) for lit in plan.negated]
+        elif plan.negated:
+            negs = [tuple(c) for c in negated]
         out: list[RuleOutput] = []
         self._pending = 0
         self._limit = self.compact_rows
         start = initial if initial is not None else Bindings({}, 1)
+        node = plan.root(frozenset(start.cols))
         try:  # a device OOM is retried with smaller join chunks (gpu_engine.fallback)
             retry_smaller_chunks(
-                self, lambda: self._run(rule, start, list(zip(atoms, sources)), filters, out),
-                out)
+                self, lambda: self._run(rule, plan, node, start, sources, negs, out), out)
         except ProgramError as e:  # a functor error (to_number("abc")): name the rule
             if e.loc is not None:
                 raise
@@ -169,74 +168,77 @@ class RuleEvaluator:
 
     # --- the plan, depth first over join chunks ---------------------------------------
 
-    def _run(self, rule: Rule, b: Bindings, atoms: list[tuple[Atom, Source]],
-             filters: list[Any], out: list[RuleOutput]) -> None:
-        b, filters = self._apply_ready(b, filters)
+    def _run(self, rule: Rule, plan: RulePlan, node: Node, b: Bindings,
+             sources: list[Source], negs: Any, out: list[RuleOutput]) -> None:
+        """Run ``node`` of ``rule``'s compiled plan (:mod:`gpu_engine.rule_plan`) on the
+        binding rows ``b``: its ready filters, then the join of the atom chosen next,
+        chunk by chunk, each chunk depth first."""
+        for f in node.filters:
+            if not b.n:
+                return
+            b = self._apply(f, b, negs)
         if b.n == 0:
             return
-        if not atoms:
-            if filters:
-                raise ProgramError(f"cannot evaluate {filters[0]!r}: unbound variables", rule.loc)
+        if not node.atoms:
+            if node.pending:
+                lit = plan.filters[node.pending[0]][0]
+                raise ProgramError(f"cannot evaluate {lit!r}: unbound variables", rule.loc)
             self._emit(rule, b, out)
             return
-        k = self._choose(b, atoms)
-        atom, src = atoms[k]
-        rest = atoms[:k] + atoms[k + 1:]
-        needed = _needed_vars(rule, rest, filters)
-        for nb in self._join(b, atom, src, needed):
+        step = node.step(self._choose(plan, node, sources))
+        then = step.then
+        for nb in self._join(b, step, sources[step.atom]):
             if nb.n > self.peak_rows:
                 self.peak_rows = nb.n
             if nb.n:
-                self._run(rule, nb, rest, filters, out)
+                self._run(rule, plan, then, nb, sources, negs, out)
 
-    def _choose(self, b: Bindings, atoms: list[tuple[Atom, Source]]) -> int:
-        """Greedy join order: connected atoms first, then ``atom_rank`` (when set), then
-        the smallest input."""
-        bound = b.cols.keys()
-        rank = self.atom_rank or {}
+    def _choose(self, plan: RulePlan, node: Node, sources: list[Source]) -> int:
+        """Greedy join order: connected atoms first, then (with nothing bound) the Δ,
+        then ``atom_rank`` (when set), then the smallest input."""
+        atoms = node.atoms
+        if len(atoms) == 1:
+            return atoms[0]
+        rank = self.atom_rank
+        best, best_score = atoms[0], None
+        for k, conn in zip(atoms, node.connected):
+            src = sources[k]
+            score = (0 if conn else 1, 0 if (node.empty and src is self._delta) else 1,
+                     rank.get(id(plan.atoms[k]), 0) if rank else 0, len(src))
+            if best_score is None or score < best_score:
+                best, best_score = k, score
+        return best
 
-        def score(item: tuple[int, tuple[Atom, Source]]) -> tuple[int, int, int, int]:
-            _, (atom, src) = item
-            vs = _atom_vars(atom)
-            connected = bool(vs & bound) or not vs or not bound
-            first_delta = 0 if (not bound and src is self._delta) else 1
-            return (0 if connected else 1, first_delta, rank.get(id(atom), 0), len(src))
+    def _consts(self, probe: Probe) -> tuple[tuple[int, int], ...]:
+        """The stored values of a probe's constants (symbols read from the table on
+        every call: a rolled-back update may give an id to another symbol)."""
+        if not probe.consts:
+            return ()
+        if not probe.symbolic:
+            hit = self._const_values.get(id(probe))
+            if hit is not None and hit[0] is probe:
+                return hit[1]
+        vals = tuple((p, const_value(c, self.symbols)) for p, c in probe.consts)
+        if not probe.symbolic:
+            self._const_values[id(probe)] = (probe, vals)
+        return vals
 
-        return min(enumerate(atoms), key=score)[0]
-
-    def _join(self, b: Bindings, atom: Atom, src: Source, needed: set[str]):
+    def _join(self, b: Bindings, step: Step, src: Source):
         be = self.be
         if isinstance(src, RunSet) and src.dead:
             src = View.of(src)
-        consts: list[tuple[int, int]] = []
-        equal: list[tuple[int, int]] = []
-        key_pos: list[int] = []
-        probe_cols: list[Any] = []
-        new_vars: dict[str, int] = {}
-        for p, t in enumerate(atom.args):
-            if isinstance(t, Const):
-                consts.append((p, const_value(t, self.symbols)))
-            elif isinstance(t, Var) and t.name in b.cols:
-                key_pos.append(p)
-                probe_cols.append(b.cols[t.name])
-            elif isinstance(t, Var):
-                if t.name in new_vars:
-                    equal.append((new_vars[t.name], p))
-                else:
-                    new_vars[t.name] = p
-            else:
-                raise ProgramError(f"functor argument in {atom.relation} was not normalised",
-                                   atom.loc)
-        keep_old = [v for v in b.cols if v in needed]
-        keep_new = [(v, p) for v, p in new_vars.items() if v in needed]
+        probe = step.probe
+        probe_cols = [b.cols[v] for v in step.key_vars]
+        key_pos, equal = probe.key_pos, probe.equal
+        consts = self._consts(probe)
+        keep_old, keep_new = step.keep_old, step.keep_new
         view_excl = src.exclude if isinstance(src, View) else ()
         parts = src.parts if isinstance(src, View) else ((r, ()) for r in src.runs)
         for run, dead in parts:  # live rows of the runs are disjoint: outputs add up
-            excluded = (*view_excl, *(RunSet.of(d) for d in dead))
-            idx = run.index_for(tuple(key_pos), tuple(consts), tuple(equal), probe_cols,
-                                b.n)
-            lo, counts = self._probe(idx, probe_cols, b.n)
-            for pi, bpos in J.join_chunks(be, lo, counts):
+            excluded = (*view_excl, *(RunSet.of(d) for d in dead)) if (view_excl or dead) \
+                else ()
+            idx = run.index_for(key_pos, consts, equal, probe_cols, b.n)
+            for pi, bpos in self._matches(idx, probe_cols, b.n):
                 rows = idx.rows[bpos]
                 if excluded:  # a view: drop matches with facts it hides
                     facts = tuple(c[rows] for c in run.cols)
@@ -248,6 +250,25 @@ class RuleEvaluator:
                 for v, p in keep_new:
                     cols[v] = run.cols[p][rows]
                 yield Bindings(cols, len(pi))
+
+    def _matches(self, idx: JoinIndex, probe_cols: list[Any], n: int):
+        """(probe row, index position) pairs of the join of ``n`` binding rows keyed by
+        ``probe_cols`` with ``idx``, in chunks (:func:`kernels.join.join_chunks`); a few
+        probe rows with a packed index take one compiled call
+        (:func:`kernels.cpu_small.probe_expand`)."""
+        be = self.be
+        if probe_cols and idx.spec is not None and small.use(be, n):
+            pk = K.pack_probe(be, probe_cols, idx.spec)
+            a, b, done = small.probe_expand(pk, idx.sorted_keys, be.join_chunk_rows)
+            if done:
+                if len(a):
+                    be.charge(len(a), join=True)
+                    yield a, b
+                return
+            yield from J.join_chunks(be, a, b)
+            return
+        lo, counts = self._probe(idx, probe_cols, n)
+        yield from J.join_chunks(be, lo, counts)
 
     def _probe(self, idx: JoinIndex, probe_cols: list[Any], n: int) -> tuple[Any, Any]:
         be, xp = self.be, self.be.xp
@@ -269,48 +290,22 @@ class RuleEvaluator:
 
     # --- filters ------------------------------------------------------------------------
 
-    def _apply_ready(self, b: Bindings, filters: list[Any]) -> tuple[Bindings, list[Any]]:
-        changed = True
-        while changed and b.n and filters:
-            changed = False
-            pending = []
-            for f in filters:
-                done, b = self._try_filter(f, b)
-                changed |= done
-                if not done:
-                    pending.append(f)
-            filters = pending
-        return b, filters
-
-    def _try_filter(self, f: Any, b: Bindings) -> tuple[bool, Bindings]:
-        bound = b.cols.keys()
-        if isinstance(f, Compare):
-            lv, rv = term_vars(f.left), term_vars(f.right)
-            if _is_range(f.left) or _is_range(f.right):
-                call, other = (f.left, f.right) if _is_range(f.left) else (f.right, f.left)
-                if not term_vars(call) <= bound:
-                    return False, b
-                return True, self._range(b, call, other)
-            if lv <= bound and rv <= bound:
-                return True, _select(b, self.expr.compare(f, b.cols, b.n))
-            if f.op == "=":
-                for var, other, ov in ((f.left, f.right, rv), (f.right, f.left, lv)):
-                    if isinstance(var, Var) and var.name not in bound and ov <= bound:
-                        col, ok = self.expr.term(other, b.cols, b.n)
-                        nb = Bindings({**b.cols, var.name: col}, b.n)
-                        return True, (nb if ok is None else _select(nb, ok))
-            return False, b
-        assert isinstance(f, _NegFilter)
-        atom = f.lit.atom
-        named = {v for t in atom.args for v in term_vars(t) if not v.startswith("_")}
-        if not named <= bound:
-            return False, b
+    def _apply(self, f: Filter, b: Bindings, negs: Any) -> Bindings:
+        """Apply one ready filter (:func:`gpu_engine.rule_plan.ready`) to ``b``."""
+        if f.kind == "test":
+            return _select(b, self.expr.compare(f.lit, b.cols, b.n))
+        if f.kind == "bind":
+            col, ok = self.expr.term(f.term, b.cols, b.n)
+            nb = Bindings({**b.cols, f.var: col}, b.n)
+            return nb if ok is None else _select(nb, ok)
+        if f.kind == "range":
+            return self._range(b, f.term, f.other)
         keep = None
-        for rel, must_hold in f.conds:
-            hit = self._member(atom, b, rel)
+        for rel, must_hold in negs[f.neg]:
+            hit = self._member(f.probe, b, rel)
             ok = hit if must_hold else ~hit
             keep = ok if keep is None else keep & ok
-        return True, (b if keep is None else _select(b, keep))
+        return b if keep is None else _select(b, keep)
 
     def _range(self, b: Bindings, call: Call, other: Any) -> Bindings:
         """Expand the rows by ``range(...)``: bind ``other`` (an unbound variable) to each
@@ -332,27 +327,21 @@ class RuleEvaluator:
         mask = col == vals
         return _select(nb, mask if ok is None else mask & ok)
 
-    def _member(self, atom: Atom, b: Bindings, rel: Source) -> Any:
-        """Mask of binding rows for which the (existentially closed) atom holds."""
-        consts, equal, key_pos, probe = [], [], [], []
-        anon: dict[str, int] = {}
+    def _member(self, probe: Probe, b: Bindings, rel: Source) -> Any:
+        """Mask of binding rows for which the (existentially closed) atom ``probe``
+        looks up holds in ``rel``."""
+        key_pos, equal, consts = probe.key_pos, probe.equal, self._consts(probe)
         valid = None
-        for p, t in enumerate(atom.args):
-            if isinstance(t, Const):
-                consts.append((p, const_value(t, self.symbols)))
-            elif isinstance(t, Var) and t.name in b.cols:
-                key_pos.append(p)
-                probe.append(b.cols[t.name])
-            elif isinstance(t, Var):
-                if t.name in anon:
-                    equal.append((anon[t.name], p))
-                else:
-                    anon[t.name] = p
+        probe_cols = []
+        for t in probe.key_terms:
+            if isinstance(t, Var):
+                probe_cols.append(b.cols[t.name])
             else:
                 col, ok = self.expr.term(t, b.cols, b.n)
-                key_pos.append(p)
-                probe.append(col)
-                valid = ok if valid is None else valid & ok
+                probe_cols.append(col)
+                if ok is not None:
+                    valid = ok if valid is None else valid & ok
+        probe = probe_cols  # type: ignore[assignment]
         xp = self.be.xp
         if isinstance(rel, RunSet) and rel.dead:
             rel = View.of(rel)
@@ -362,14 +351,14 @@ class RuleEvaluator:
         if not excluded:
             hit = xp.zeros(b.n, dtype=bool)
             for run in rel.runs:
-                idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+                idx = run.index(key_pos, consts, equal)
                 _, counts = self._probe(idx, probe, b.n)
                 hit |= counts > 0
         else:  # matches in the included runs minus matches among the hidden facts
             total = xp.zeros(b.n, dtype=INDEX)
             for sign, runs in ((1, rel.runs), (-1, excluded)):
                 for run in runs:
-                    idx = run.index(tuple(key_pos), tuple(consts), tuple(equal))
+                    idx = run.index(key_pos, consts, equal)
                     _, counts = self._probe(idx, probe, b.n)
                     total += sign * counts
             hit = total > 0
@@ -415,51 +404,9 @@ Source = Union[RunSet, View]  # noqa: UP007
 NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 
 
-@dataclass(frozen=True)
-class _NegFilter:
-    """A negated literal with the versions it is tested against."""
-
-    lit: Negation
-    conds: tuple[tuple[Source, bool], ...]
-
-
-_VARS_CACHE: dict[int, tuple[Atom, frozenset[str]]] = {}
-
-
-def _atom_vars(atom: Atom) -> frozenset[str]:
-    """The variables of an atom (cached per atom object)."""
-    hit = _VARS_CACHE.get(id(atom))
-    if hit is not None and hit[0] is atom:
-        return hit[1]
-    vs = frozenset(v for t in atom.args for v in term_vars(t))
-    _VARS_CACHE[id(atom)] = (atom, vs)
-    return vs
-
-
-def _is_range(t: Any) -> bool:
-    return isinstance(t, Call) and t.op == "range"
-
-
 def _select(b: Bindings, mask: Any) -> Bindings:
     idx = mask.nonzero()[0]
     return Bindings({v: c[idx] for v, c in b.cols.items()}, len(idx))
-
-
-def _needed_vars(rule: Rule, atoms: list[tuple[Atom, Source]], filters: list[Any]) -> set[str]:
-    """Variables still read by the remaining atoms, filters or the head."""
-    need: set[str] = set()
-    for t in rule.head.args:
-        need |= term_vars(t)
-    for a, _ in atoms:
-        for t in a.args:
-            need |= term_vars(t)
-    for f in filters:
-        if isinstance(f, Compare):
-            need |= term_vars(f.left) | term_vars(f.right)
-        else:
-            for t in f.lit.atom.args:
-                need |= term_vars(t)
-    return need
 
 
 __all__ = ["RuleEvaluator", "RuleOutput", "Bindings", "RowSet", "S", "Call", "concat_outputs"]

@@ -186,6 +186,45 @@ if AVAILABLE:
                 j += 1
         return out, pa, pb
 
+    @njit(cache=CACHE, nogil=True)
+    def _probe_expand(pk: np.ndarray, keys: np.ndarray, budget: int
+                      ) -> tuple[np.ndarray, np.ndarray, bool]:
+        n, m = pk.shape[0], keys.shape[0]
+        lo = np.empty(n, dtype=np.int64)
+        cnt = np.empty(n, dtype=np.int64)
+        total = 0
+        for i in range(n):
+            k = pk[i]
+            a = _lower(keys, m, k)
+            b, hi = a, m  # first position with a key > k
+            while b < hi:
+                mid = (b + hi) >> 1
+                if keys[mid] <= k:
+                    b = mid + 1
+                else:
+                    hi = mid
+            lo[i] = a
+            cnt[i] = b - a
+            total += b - a
+        if total > budget:
+            return lo, cnt, False
+        pi = np.empty(total, dtype=np.int64)
+        pos = np.empty(total, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            for j in range(cnt[i]):
+                pi[k] = i
+                pos[k] = lo[i] + j
+                k += 1
+        return pi, pos, True
+
+
+def probe_expand(pk: Any, keys: Any, budget: int) -> tuple[Any, Any, bool]:
+    """The matches of packed probe keys ``pk`` in sorted ``keys``: (probe index, key
+    position) pairs in probe order, and True; when there are more than ``budget``, the
+    first matching positions and the match counts (``kernels.join.probe``) and False."""
+    return _probe_expand(pk, keys, budget)
+
 
 def isin(needles: Any, keys: Any) -> Any:
     """Mask: which of ``needles`` occur in the sorted ``keys``."""

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from generators import describe, programs
 from gpu_engine.kernels import cpu_small as small
+from gpu_engine.kernels import join as J
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels import sets as S
 from gpu_engine.kernels.backend import get_backend
@@ -89,6 +90,18 @@ def test_kernels_equal_the_array_operations(seed: int) -> None:
         _same(*both(lambda: S.merge_disjoint(be, a, (a,), b, (b,))))
     rs = RowSet.from_columns(be, cols, arity)
     _same(*both(lambda: rs.contains(probe)))
+    # the fused probe and expansion of a join: the pairs join_chunks gives, or (over the
+    # budget) the first positions and counts of kernels.join.probe
+    dup = np.sort(K.pack(be, cols, spec))  # keys with repeats
+    lo_, cnt = J.probe(be, needles, dup)
+    want = list(J.join_chunks(be, lo_, cnt, budget=1 << 30))
+    pi, pos, done = small.probe_expand(needles, dup, 1 << 30)
+    assert done
+    _same((pi, pos), want[0] if want else (pi[:0], pos[:0]))
+    if int(cnt.sum()) > 1:
+        a_, b_, done = small.probe_expand(needles, dup, int(cnt.sum()) - 1)
+        assert not done
+        _same((a_, b_), (lo_, cnt))
     half = rs.select(np.arange(len(rs)) % 2 == 0)
     runs = RunSet.of(rs).without(half)
     _same(*both(lambda: runs.contains(probe, len(probe[0]))))

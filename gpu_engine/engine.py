@@ -185,11 +185,11 @@ class Engine:
         them (paper 002 §4.2), so ``c_r`` is reported as 0."""
         return {r for s in self.strata if s.index in self.module_plans for r in s.relations}
 
-    def module_names(self) -> dict[int, str]:
-        """The module of every rule, by ``id(rule)``: ``nonrecursive``, ``seminaive``,
-        ``tc(R)`` or ``stc(R)``."""
+    def module_names(self, strata: list[Stratum] | None = None) -> dict[int, str]:
+        """The module of every rule (of ``strata``, default all), by ``id(rule)``:
+        ``nonrecursive``, ``seminaive``, ``tc(R)`` or ``stc(R)``."""
         out: dict[int, str] = {}
-        for s in self.strata:
+        for s in self.strata if strata is None else strata:
             for r in s.nonrecursive_rules:
                 out[id(r)] = "nonrecursive"
             for r in s.recursive_rules:
@@ -293,7 +293,7 @@ class Engine:
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
         t0 = time.perf_counter()
         st = StratumStats(index=s.index, relations=list(s.relations), recursive=s.recursive)
-        names = self.module_names()
+        names = self.module_names([s])
         rstats = {id(r): RuleStats(str(r), r.loc, module=names.get(id(r), "")) for r in s.rules}
         before = {r: len(self.store[r]) for r in s.relations}
         iteration.start(self, s)  # iteration 0 (Soufflé's recursive_iteration_cnt())

@@ -28,7 +28,7 @@ from .fallback import MemoryEvents, retry_smaller_chunks
 from .ir import Call, ProgramError, Rule, SymbolTable, Var
 from .range_expand import expand_range
 from .rowset import JoinIndex, RowSet
-from .rule_plan import Filter, Node, PlanCache, Probe, RulePlan, Step
+from .rule_plan import PLANS, Filter, Node, Probe, RulePlan, Step
 from .runs import RunSet
 from .views import View
 
@@ -87,7 +87,7 @@ class RuleEvaluator:
         # (gpu_engine.hd_eval sets it for a node joined from its parent's keys: the
         # estimated fan-out of each atom from the variables bound before it)
         self.atom_rank: dict[int, int] | None = None
-        self.plans = PlanCache()  # compiled rule plans (gpu_engine.rule_plan)
+        self.plans = PLANS  # compiled rule plans (gpu_engine.rule_plan), process-wide
         self._const_values: dict[int, tuple[Probe, tuple[tuple[int, int], ...]]] = {}
 
     # --- public -----------------------------------------------------------------------

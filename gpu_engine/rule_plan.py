@@ -14,21 +14,21 @@ RAM and Nemo's execution plans, with the order left to run time as in issue 11's
 "plans may adapt to sizes at run time").
 
 One plan per rule and per set of variables bound at the start (a backward evaluation
-starts with the head bound); :class:`PlanCache` keeps them per evaluator, by rule object
-and, for rules rebuilt per call (the one-atom queries of backward evaluation), by value.
+starts with the head bound).  Plans hold no data and no constant's stored value (the
+evaluator encodes those), so one :class:`PlanCache` serves the process (:data:`PLANS`):
+by rule object, and by value for rules built again (a program parsed again, the
+one-atom queries of backward evaluation built per call).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .expr import term_vars
 from .ir import Atom, Call, Compare, Const, Negation, ProgramError, Rule, Var
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(NamedTuple):
     """How an atom is looked up from bound variables: positions ``key_pos`` keyed by
     ``key_terms`` (a bound :class:`Var`, or, in a negated atom, any expression over
     bound variables), constant positions ``consts``, repeated unbound variables
@@ -72,8 +72,7 @@ def probe_of(atom: Atom, bound: frozenset[str], negated: bool = False) -> Probe:
                  tuple(new.items()), any(c.type == "symbol" for _, c in consts))
 
 
-@dataclass(frozen=True)
-class Filter:
+class Filter(NamedTuple):
     """One filter literal as it applies at a node.
 
     ``kind``: ``"test"`` (a comparison of bound terms), ``"bind"`` (``var = term`` with
@@ -173,7 +172,7 @@ class Node:
         now = set(bound)
         applied: list[Filter] = []
         left = list(pending)
-        changed = True
+        changed = bool(left)
         while changed and left:
             changed = False
             rest = []
@@ -239,8 +238,8 @@ class Step:
 
 
 class PlanCache:
-    """Compiled plans of one evaluator: by rule object (the rules of a program), and by
-    value for rules built again per call; cleared when it holds :data:`LIMIT` rules."""
+    """Compiled plans by rule object, and by value for rules built again; cleared when
+    it holds :data:`LIMIT` rule objects."""
 
     LIMIT = 4096
 
@@ -274,4 +273,7 @@ class PlanCache:
         return plan
 
 
-__all__ = ["Filter", "Node", "PlanCache", "Probe", "RulePlan", "Step", "probe_of", "ready"]
+PLANS = PlanCache()  # the process's plans: nodes hold no data, constants or symbols
+
+__all__ = ["PLANS", "Filter", "Node", "PlanCache", "Probe", "RulePlan", "Step", "probe_of",
+           "ready"]

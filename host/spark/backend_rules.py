@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from gpu_engine.expr import term_vars
 from gpu_engine.ir import (
     Atom,
     ColumnType,
@@ -30,6 +29,7 @@ from gpu_engine.ir import (
     Rule,
     Var,
 )
+from gpu_engine.rule_plan import Node, RulePlan
 
 from . import adapter as sa
 from .backend_expr import SPARK_TYPES, SparkExpr, check_term, const_column
@@ -59,6 +59,7 @@ class CompiledRule:
         self.relations = relations
         self.atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
         self.filters = [lit for lit in rule.body if not isinstance(lit, Atom)]
+        self.plan = RulePlan(rule)  # gpu_engine.rule_plan: the steps build() walks
         self.types: dict[str, ColumnType] = {}
         for a in self.atoms:
             for t, typ in zip(a.args, relations[a.relation].types):
@@ -101,68 +102,68 @@ class CompiledRule:
               first: int | None, broadcast_rows: int) -> Any | None:
         """Head rows (columns ``c0..``, with duplicates) of the rule with positive atom
         ``i`` reading ``sources[i]``; ``first`` (the delta) is scanned first.  None when
-        an input is empty."""
+        an input is empty.  The steps are those of the rule's compiled plan
+        (:mod:`gpu_engine.rule_plan`, shared with the local evaluator): the order is
+        chosen here, what each step joins on, keeps and filters is the plan's."""
         if any(s.count == 0 for s in sources):
             return None
-        pending = list(range(len(self.atoms)))
-        filters = list(self.filters)
-        bound: set[str] = set()
+        node = self.plan.root(frozenset())
         df = None
-        if not pending:
+        if node.filters or not node.atoms:  # literals with no variable to wait for
             df = spark.range(1).select()
-        while pending:
-            k = self._choose(pending, sources, bound, first if df is None else None)
-            pending.remove(k)
-            atom = self.atoms[k]
-            needed = self._needed(pending, filters)
-            right = self._atom_frame(atom, sources[k].df, needed | bound)
-            avars = {v for v in self._vars(atom) if v in needed | bound}
+            df = self._filters(df, node, negated, broadcast_rows)
+        while node.atoms:
+            k = self._choose(node, sources, first if df is None else None)
+            step = node.step(k)
+            right = self._atom_frame(self.atoms[k], sources[k].df,
+                                     {*step.key_vars, *(v for v, _ in step.keep_new)})
             if df is None:
                 df = right
             else:
                 if sources[k].count <= broadcast_rows:
                     right = sa.broadcast(right)
-                common = sorted(self.names[v] for v in bound & avars)
+                common = sorted({self.names[v] for v in step.key_vars})
                 df = df.join(right, on=common, how="inner") if common else df.crossJoin(right)
-            bound |= avars
-            df, filters = self._apply_ready(df, bound, filters, negated, broadcast_rows)
-            keep = self._needed(pending, filters)
-            if bound - keep:
-                bound &= keep
-                df = df.select(*[self.names[v] for v in sorted(bound)])
-        df, filters = self._apply_ready(df, bound, filters, negated, broadcast_rows)
-        if filters:
-            raise ProgramError(f"cannot evaluate {filters[0]}: unbound variables", self.rule.loc)
+            keep = (*step.keep_old, *(v for v, _ in step.keep_new))
+            if set(df.columns) != {self.names[v] for v in keep}:
+                df = df.select(*[self.names[v] for v in keep])
+            node = step.then
+            df = self._filters(df, node, negated, broadcast_rows)
+        if node.pending:
+            lit = self.plan.filters[node.pending[0]][0]
+            raise ProgramError(f"cannot evaluate {lit}: unbound variables", self.rule.loc)
         return self._head(df)
 
-    def _vars(self, atom: Atom) -> set[str]:
-        return {t.name for t in atom.args if isinstance(t, Var)}
-
-    def _needed(self, pending: list[int], filters: list[Any]) -> set[str]:
-        out: set[str] = set()
-        for k in pending:
-            out |= self._vars(self.atoms[k])
-        for f in filters:
-            if isinstance(f, Compare):
-                out |= term_vars(f.left) | term_vars(f.right)
-            else:
-                for t in f.atom.args:
-                    out |= term_vars(t)
-        for t in self.rule.head.args:
-            out |= term_vars(t)
-        return out
-
-    def _choose(self, pending: list[int], sources: list[Source], bound: set[str],
-                first: int | None) -> int:
-        if first is not None and first in pending:
+    def _choose(self, node: Node, sources: list[Source], first: int | None) -> int:
+        """The delta first (when nothing is joined yet), then connected atoms, smallest
+        first (the local evaluator's order)."""
+        if first is not None and first in node.atoms:
             return first
+        return min(zip(node.atoms, node.connected),
+                   key=lambda kc: (0 if kc[1] else 1, sources[kc[0]].count))[0]
 
-        def score(k: int) -> tuple[int, int]:
-            vs = self._vars(self.atoms[k])
-            connected = not bound or not vs or bool(vs & bound)
-            return (0 if connected else 1, sources[k].count)
-
-        return min(pending, key=score)
+    def _filters(self, df: Any, node: Node, negated: Mapping[str, Source],
+                 broadcast_rows: int) -> Any:
+        """``df`` through the filters that become ready at ``node``, in the plan's order."""
+        bound = set(node.bound)
+        for f in node.filters:
+            if f.var is not None:
+                bound.discard(f.var)
+        for f in node.filters:
+            if f.kind == "test":
+                df = df.filter(self.expr.compare(f.lit, self._cols(bound)))
+            elif f.kind == "bind":
+                val, ok = self.expr.term(f.term, self._cols(bound))
+                df = df.withColumn(self.names[f.var], val.cast(SPARK_TYPES[self.types[f.var]]))
+                if ok is not None:
+                    df = df.filter(ok)
+                bound.add(f.var)
+            elif f.kind == "neg":
+                df = self._anti(df, f.lit.atom, bound, negated[f.lit.atom.relation],
+                                broadcast_rows)
+            else:  # range: refused when compiled (check_term)
+                raise ProgramError("the Spark backend does not support range", self.rule.loc)
+        return df
 
     def _atom_frame(self, atom: Atom, df: Any, needed: set[str]) -> Any:
         """The atom's rows as columns named after its (needed) variables."""
@@ -187,43 +188,6 @@ class CompiledRule:
         from pyspark.sql import functions as F
 
         return {v: F.col(self.names[v]) for v in bound}
-
-    def _apply_ready(self, df: Any, bound: set[str], filters: list[Any],
-                     negated: Mapping[str, Source], broadcast_rows: int) -> tuple[Any, list]:
-        changed = True
-        while changed and filters:
-            changed = False
-            pending = []
-            for f in filters:
-                done, df = self._try(f, df, bound, negated, broadcast_rows)
-                changed |= done
-                if not done:
-                    pending.append(f)
-            filters = pending
-        return df, filters
-
-    def _try(self, f: Any, df: Any, bound: set[str], negated: Mapping[str, Source],
-             broadcast_rows: int) -> tuple[bool, Any]:
-        if isinstance(f, Compare):
-            lv, rv = term_vars(f.left), term_vars(f.right)
-            if lv <= bound and rv <= bound:
-                return True, df.filter(self.expr.compare(f, self._cols(bound)))
-            if f.op == "=":
-                for var, other, ov in ((f.left, f.right, rv), (f.right, f.left, lv)):
-                    if isinstance(var, Var) and var.name not in bound and ov <= bound:
-                        val, ok = self.expr.term(other, self._cols(bound))
-                        df = df.withColumn(self.names[var.name],
-                                           val.cast(SPARK_TYPES[self.types[var.name]]))
-                        if ok is not None:
-                            df = df.filter(ok)
-                        bound.add(var.name)
-                        return True, df
-            return False, df
-        atom = f.atom
-        named = {v for t in atom.args for v in term_vars(t) if not v.startswith("_")}
-        if not named <= bound:
-            return False, df
-        return True, self._anti(df, atom, bound, negated[atom.relation], broadcast_rows)
 
     def _anti(self, df: Any, atom: Atom, bound: set[str], neg: Source,
               broadcast_rows: int) -> Any:

@@ -61,18 +61,20 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
     return xp.concatenate([sm, xp.arange(n, dtype=INDEX)]), offsets, sizes
 
 
-def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any
-                  ) -> tuple[Any, Any, Any]:
+def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any,
+                  in_place: bool = False) -> tuple[Any, Any, Any]:
     """The :func:`class_index` of ρ after the classes of ``reps`` (representatives of
     classes of two or more) became singletons, from the index of ρ: each of their
     members reads its own slot of the identity part, and their old slots in the merged
-    part are left unread.  Copies of the offsets and sizes and a scatter over the
-    members split: no sort and no pass over ρ (DRed≈'s explosion)."""
+    part are left unread.  A scatter over the members split into copies of the offsets
+    and sizes, or (``in_place``: the caller drops the old index) into them: no sort and
+    no pass over ρ (DRed≈'s explosion)."""
     members, offsets, sizes = index
     k = len(members) - len(sizes)
     _, at = expand(be, offsets[reps], sizes[reps])
     ids = members[at]
-    offsets, sizes = offsets.copy(), sizes.copy()
+    if not in_place:
+        offsets, sizes = offsets.copy(), sizes.copy()
     offsets[ids] = k + ids
     sizes[ids] = 1
     return members, offsets, sizes

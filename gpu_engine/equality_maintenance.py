@@ -656,9 +656,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
     if len(x_reps) and len(engine.rho()) == len(rho2):
-        # ρ′'s class index from ρ's (built afresh only if the insertion merges)
+        # ρ′'s class index from ρ's (built afresh only if the insertion merges), split in
+        # place: ρ's index is read no more (the engine's cache of it is replaced at once;
+        # a failed update restores ρ, whose index is then built again): no copy of two
+        # arrays the size of the dictionary per update
         engine.keep_class_index(engine.rho(), split_classes(
-            be, (classes.members, classes.offsets, sizes), x_reps))
+            be, (classes.members, classes.offsets, sizes), x_reps, in_place=True))
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
     for n in rels:

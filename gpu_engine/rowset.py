@@ -191,7 +191,11 @@ class RowSet:
         whether a few values occur in the column, and how many distinct values it has."""
         key = ("bits", p)
         bits = self._indexes.get(key)
-        if bits is None:
+        if bits is None and self.n >= BITS_ROWS and small.on(self.be):
+            bits, ok = small.value_bits(self.cols[p], 16 * self.n)  # one compiled pass
+            bits = bits if ok else False
+            self._indexes[key] = bits
+        elif bits is None:
             xp = self.be.xp
             col = self.cols[p]
             top = int(col.max()) + 1 if self.n >= BITS_ROWS else 0

@@ -50,6 +50,38 @@ def enable() -> None:
     if _on or not AVAILABLE or os.environ.get("GPU_ENGINE_SMALL_KERNELS", "1") == "0":
         return
     _on = True
+    _warm()
+
+
+_warmed = False
+
+
+def _warm() -> None:
+    """Load the kernels' usual specialisations (int64 columns, one to three of them) at
+    once, so that each one's first load from Numba's cache (about a millisecond) falls in
+    the call that turns the kernels on, not in a later update that meets its types first."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    from .keys import make_spec
+
+    z = np.zeros(2, dtype=np.int64)
+    keys = np.arange(2, dtype=np.int64)
+    for k in (1, 2, 3):
+        cols = (z,) * k
+        spec = make_spec([0] * k, [1] * k)
+        ranges(cols)
+        if spec is not None:
+            pack(cols, spec)
+            pack_probe(cols, spec)
+            contains_packed(cols, spec, keys)
+    isin(keys, keys)
+    unique(keys)
+    unique(keys, True)
+    merge(keys, keys)
+    probe_expand(keys, keys, 4)
+    value_bits(keys, 8)
 
 
 def consider(facts: int) -> None:
@@ -217,6 +249,36 @@ if AVAILABLE:
                 pos[k] = lo[i] + j
                 k += 1
         return pi, pos, True
+
+    @njit(cache=CACHE, nogil=True)
+    def _value_bits(col: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
+        lo = hi = col[0]
+        for i in range(col.shape[0]):
+            v = col[i]
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+        if lo < 0 or hi + 1 > limit:
+            return np.zeros(0, dtype=np.uint8), False
+        out = np.zeros((hi + 8) >> 3, dtype=np.uint8)
+        for i in range(col.shape[0]):
+            v = col[i]
+            out[v >> 3] |= np.uint8(0x80 >> (v & 7))
+        return out, True
+
+
+def on(be: Any) -> bool:
+    """Whether the kernels are on for backend ``be`` (whatever the input's size: for the
+    one-pass kernels below, whose array version makes several passes)."""
+    return _on and not be.is_gpu
+
+
+def value_bits(col: Any, limit: int) -> tuple[Any, bool]:
+    """The bitset of a non-empty column's values in ``np.packbits`` order (one bit per
+    value from 0 to the largest) in two passes, and True; False when a value is negative
+    or the largest is ``limit`` or more."""
+    return _value_bits(col, limit)
 
 
 def probe_expand(pk: Any, keys: Any, budget: int) -> tuple[Any, Any, bool]:

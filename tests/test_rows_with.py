@@ -120,8 +120,8 @@ def test_contains_reads_runs_and_tombstones(device, steps, probe):
 @pytest.mark.parametrize("device", PARAMS)
 @settings(max_examples=60, deadline=None)
 @given(classes=st.lists(st.sets(st.integers(0, 60), min_size=2, max_size=8), max_size=8),
-       pick=st.sets(st.integers(0, 7), max_size=8))
-def test_split_classes_is_the_index_of_the_split(device, classes, pick):
+       pick=st.sets(st.integers(0, 7), max_size=8), in_place=st.booleans())
+def test_split_classes_is_the_index_of_the_split(device, classes, pick, in_place):
     """The class index after some classes became singletons, built from the index
     before, reads every class of the new ρ (sizes per id, sorted members at offsets)."""
     be = get_backend(device)
@@ -143,7 +143,8 @@ def test_split_classes_is_the_index_of_the_split(device, classes, pick):
     xp = be.xp
     index = class_index(be, xp.asarray(rho))
     for part in (split[::2], split[1::2]):  # twice: the first leaves unread slots
-        index = split_classes(be, index, xp.asarray(np.array(part, dtype=np.int64)))
+        index = split_classes(be, index, xp.asarray(np.array(part, dtype=np.int64)),
+                              in_place=in_place)
     members, offsets, sizes = (be.to_host(a).tolist() for a in index)
     assert sizes == [int((after == i).sum()) for i in range(n)]
     for r in range(n):

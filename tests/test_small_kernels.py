@@ -107,6 +107,29 @@ def test_kernels_equal_the_array_operations(seed: int) -> None:
     _same(*both(lambda: runs.contains(probe, len(probe[0]))))
 
 
+def test_value_bits_equal_packbits(kernels_on) -> None:
+    be = get_backend("cpu")
+    rng = np.random.default_rng(7)
+    for top in (1, 8, 9, 1000, 1 << 16):
+        col = rng.integers(0, top, 5000).astype(np.int64)
+        present = np.zeros(int(col.max()) + 1, dtype=bool)
+        present[col] = True
+        bits, ok = small.value_bits(col, 16 * len(col))
+        assert ok
+        _same(bits, np.packbits(present))
+    assert not small.value_bits(np.array([3, -1], dtype=np.int64), 100)[1]
+    assert not small.value_bits(np.array([3, 100], dtype=np.int64), 100)[1]
+    assert small.value_bits(np.array([3, 99], dtype=np.int64), 100)[1]
+    # a run's bitset is the same with the kernels on and off
+    cols = (rng.integers(0, 50_000, 8192).astype(np.int64),
+            rng.integers(0, 9, 8192).astype(np.int64))
+    runs = [RowSet.from_columns(be, cols, 2) for _ in range(2)]
+    small._on = False
+    want = [runs[0].value_bits(p) for p in (0, 1)]
+    small._on = True
+    _same([runs[1].value_bits(p) for p in (0, 1)], want)
+
+
 def test_wide_layouts_and_empty_inputs(kernels_on) -> None:
     be = get_backend("cpu")
     big = np.array([0, 1, 1 << 62, (1 << 63) - 1], dtype=np.int64)

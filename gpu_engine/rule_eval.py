@@ -220,6 +220,8 @@ class RuleEvaluator:
                 return hit[1]
         vals = tuple((p, const_value(c, self.symbols)) for p, c in probe.consts)
         if not probe.symbolic:
+            if len(self._const_values) >= 1 << 14:  # probes of plans dropped since
+                self._const_values.clear()
             self._const_values[id(probe)] = (probe, vals)
         return vals
 

@@ -334,7 +334,7 @@ class RuleEvaluator:
         looks up holds in ``rel``."""
         key_pos, equal, consts = probe.key_pos, probe.equal, self._consts(probe)
         valid = None
-        probe_cols = []
+        probe_cols: list[Any] = []
         for t in probe.key_terms:
             if isinstance(t, Var):
                 probe_cols.append(b.cols[t.name])
@@ -343,7 +343,6 @@ class RuleEvaluator:
                 probe_cols.append(col)
                 if ok is not None:
                     valid = ok if valid is None else valid & ok
-        probe = probe_cols  # type: ignore[assignment]
         xp = self.be.xp
         if isinstance(rel, RunSet) and rel.dead:
             rel = View.of(rel)
@@ -354,14 +353,14 @@ class RuleEvaluator:
             hit = xp.zeros(b.n, dtype=bool)
             for run in rel.runs:
                 idx = run.index(key_pos, consts, equal)
-                _, counts = self._probe(idx, probe, b.n)
+                _, counts = self._probe(idx, probe_cols, b.n)
                 hit |= counts > 0
         else:  # matches in the included runs minus matches among the hidden facts
             total = xp.zeros(b.n, dtype=INDEX)
             for sign, runs in ((1, rel.runs), (-1, excluded)):
                 for run in runs:
                     idx = run.index(key_pos, consts, equal)
-                    _, counts = self._probe(idx, probe, b.n)
+                    _, counts = self._probe(idx, probe_cols, b.n)
                     total += sign * counts
             hit = total > 0
         return hit if valid is None else hit & valid

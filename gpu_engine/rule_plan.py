@@ -130,10 +130,17 @@ class RulePlan:
         self.atoms: tuple[Atom, ...] = tuple(lit for lit in rule.body
                                              if isinstance(lit, Atom))
         lits = [lit for lit in rule.body if not isinstance(lit, Atom)]
-        negs = [i for i, lit in enumerate(lits) if isinstance(lit, Negation)]
-        self.negated: tuple[Atom, ...] = tuple(lits[i].atom for i in negs)
-        self.filters: tuple[tuple[Any, int], ...] = tuple(
-            (lit, negs.index(i) if i in negs else -1) for i, lit in enumerate(lits))
+        self.negated: tuple[Atom, ...] = tuple(lit.atom for lit in lits
+                                               if isinstance(lit, Negation))
+        filters: list[tuple[Any, int]] = []  # (literal, its index among the negations)
+        k = 0
+        for lit in lits:
+            if isinstance(lit, Negation):
+                filters.append((lit, k))
+                k += 1
+            else:
+                filters.append((lit, -1))
+        self.filters: tuple[tuple[Any, int], ...] = tuple(filters)
         self.needs_head = frozenset().union(*(term_vars(t) for t in rule.head.args))
         self.atom_vars = tuple(frozenset(v for t in a.args for v in term_vars(t))
                                for a in self.atoms)

@@ -158,8 +158,13 @@ class RuleEvaluator:
         start = initial if initial is not None else Bindings({}, 1)
         node = plan.root(frozenset(start.cols))
         try:  # a device OOM is retried with smaller join chunks (gpu_engine.fallback)
-            retry_smaller_chunks(
-                self, lambda: self._run(rule, plan, node, start, sources, negs, out), out)
+            if (initial is None and len(plan.atoms) == 1 and not plan.filters
+                    and isinstance(sources[0], RunSet) and not sources[0].dead):
+                self._scan(rule, node.step(0), sources[0], out)  # a filter, no join
+            else:
+                retry_smaller_chunks(
+                    self, lambda: self._run(rule, plan, node, start, sources, negs, out),
+                    out)
         except ProgramError as e:  # a functor error (to_number("abc")): name the rule
             if e.loc is not None:
                 raise
@@ -192,6 +197,32 @@ class RuleEvaluator:
                 self.peak_rows = nb.n
             if nb.n:
                 self._run(rule, plan, then, nb, sources, negs, out)
+
+    def _scan(self, rule: Rule, step: Step, src: RunSet, out: list[RuleOutput]) -> None:
+        """A rule whose body is one positive atom: per run, the rows that match the
+        atom's constants and repeated variables, projected onto the head; a filter, no
+        join index (most rules of ontology programs copy or rename facts, and a Δ run
+        is read once)."""
+        probe = step.probe
+        consts = self._consts(probe)
+        xp = self.be.xp
+        for run in src.runs:
+            cols = run.cols
+            mask = None
+            for p, v in consts:
+                m = cols[p] == v
+                mask = m if mask is None else mask & m
+            for i, j in probe.equal:
+                m = cols[i] == cols[j]
+                mask = m if mask is None else mask & m
+            if mask is None:
+                b = Bindings({v: cols[p] for v, p in step.keep_new}, run.n)
+            else:
+                pick = xp.flatnonzero(mask)
+                if not len(pick):
+                    continue
+                b = Bindings({v: cols[p][pick] for v, p in step.keep_new}, len(pick))
+            self._emit(rule, b, out)
 
     def _choose(self, plan: RulePlan, node: Node, sources: list[Source]) -> int:
         """Greedy join order: connected atoms first, then (with nothing bound) the Δ,
@@ -304,7 +335,7 @@ class RuleEvaluator:
             return self._range(b, f.term, f.other)
         keep = None
         for rel, must_hold in negs[f.neg]:
-            hit = self._member(f.probe, b, rel)
+            hit = self.member(f.probe, b, rel)
             ok = hit if must_hold else ~hit
             keep = ok if keep is None else keep & ok
         return b if keep is None else _select(b, keep)
@@ -329,9 +360,11 @@ class RuleEvaluator:
         mask = col == vals
         return _select(nb, mask if ok is None else mask & ok)
 
-    def _member(self, probe: Probe, b: Bindings, rel: Source) -> Any:
+    def member(self, probe: Probe, b: Bindings, rel: Source) -> Any:
         """Mask of binding rows for which the (existentially closed) atom ``probe``
-        looks up holds in ``rel``."""
+        looks up holds in ``rel`` (a semi-join: negations, and backward checks of
+        one-atom rules whose other variables are existential).  A few probe rows on a
+        later column of a large run read it through :meth:`RowSet.index_for`."""
         key_pos, equal, consts = probe.key_pos, probe.equal, self._consts(probe)
         valid = None
         probe_cols: list[Any] = []
@@ -352,14 +385,14 @@ class RuleEvaluator:
         if not excluded:
             hit = xp.zeros(b.n, dtype=bool)
             for run in rel.runs:
-                idx = run.index(key_pos, consts, equal)
+                idx = run.index_for(key_pos, consts, equal, probe_cols, b.n)
                 _, counts = self._probe(idx, probe_cols, b.n)
                 hit |= counts > 0
         else:  # matches in the included runs minus matches among the hidden facts
             total = xp.zeros(b.n, dtype=INDEX)
             for sign, runs in ((1, rel.runs), (-1, excluded)):
                 for run in runs:
-                    idx = run.index(key_pos, consts, equal)
+                    idx = run.index_for(key_pos, consts, equal, probe_cols, b.n)
                     _, counts = self._probe(idx, probe_cols, b.n)
                     total += sign * counts
             hit = total > 0

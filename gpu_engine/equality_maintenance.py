@@ -343,31 +343,62 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
 def _normal_rules(engine: Any, rules: list[Rule], rho: Any) -> list[Rule]:
     """``rules`` with their domain constants normalised by ``rho`` (rules without
     constants returned as they are).  Per rule, its constants' ids and the normal forms
-    met so far, by their representatives, are kept on the engine (:func:`_rule_facts`):
-    a later update pays one gather of the constants' representatives."""
-    syms = engine.symbols
-    dom = engine.equality.domain
-    out = []
-    for r in rules:
-        facts = _rule_facts(engine, r)
-        if facts.ids is None:
+    met so far, by their representatives, are kept on the engine (:func:`_rule_facts`).
+    A list of rules met before pays one gather of all their constants' representatives,
+    and returns the rules of the last call again where those did not change (an update
+    seldom merges or splits the class of a constant written in a rule)."""
+    key = tuple(id(r) for r in rules)
+    memo = engine.__dict__.setdefault("_normal_batches", {})
+    batch = memo.get(key)
+    if batch is None or any(a is not b for a, b in zip(batch.rules, rules)):
+        if len(memo) > 16:
+            memo.clear()
+        facts = [_rule_facts(engine, r) for r in rules]
+        ids = [f.ids for f in facts if f.ids is not None]
+        batch = memo[key] = _Batch(tuple(rules), facts,
+                                   np.concatenate(ids) if ids else np.zeros(0, np.int64))
+    reps = batch.ids.copy()
+    inside = batch.ids < len(rho)
+    if inside.any():
+        reps[inside] = engine.be.to_host(rho[engine.be.xp.asarray(batch.ids[inside])])
+    if batch.reps is not None and np.array_equal(reps, batch.reps):
+        return list(batch.out)
+    out, at = [], 0
+    for r, f in zip(rules, batch.facts):
+        if f.ids is None:
             out.append(r)
             continue
-        ids = facts.ids
-        reps = ids.copy()
-        inside = ids < len(rho)
-        if inside.any():
-            reps[inside] = engine.be.to_host(rho[engine.be.xp.asarray(ids[inside])])
-        key = reps.tobytes()
-        hit = facts.normal.get(key)
-        if hit is None:
-            if len(facts.normal) > 64:
-                facts.normal.clear()
-            names = dict(zip(facts.values, syms.decode_many(reps)))
-            hit = facts.normal[key] = map_constants(
-                r, dom, lambda v, names=names: names.get(v, v))[0]
-        out.append(hit)
-    return out
+        mine = reps[at:at + len(f.ids)]
+        at += len(f.ids)
+        out.append(_normal_rule(engine, r, f, mine))
+    batch.reps, batch.out = reps, out
+    return list(out)
+
+
+@dataclasses.dataclass
+class _Batch:
+    """A list of rules met by :func:`_normal_rules`: their facts, their constants' ids
+    (concatenated in rule order), and the representatives and rules of the last call."""
+
+    rules: tuple[Rule, ...]
+    facts: list[_RuleFacts]
+    ids: np.ndarray
+    reps: np.ndarray | None = None
+    out: list[Rule] = dataclasses.field(default_factory=list)
+
+
+def _normal_rule(engine: Any, r: Rule, facts: _RuleFacts, reps: np.ndarray) -> Rule:
+    """``r`` with its domain constants (``facts.values``) replaced by the symbols of
+    ``reps`` (their representatives' ids), from the rule's memo of normal forms."""
+    key = reps.tobytes()
+    hit = facts.normal.get(key)
+    if hit is None:
+        if len(facts.normal) > 64:
+            facts.normal.clear()
+        names = dict(zip(facts.values, engine.symbols.decode_many(reps)))
+        hit = facts.normal[key] = map_constants(
+            r, engine.equality.domain, lambda v, names=names: names.get(v, v))[0]
+    return hit
 
 
 @dataclasses.dataclass

@@ -158,9 +158,11 @@ class RuleEvaluator:
         start = initial if initial is not None else Bindings({}, 1)
         node = plan.root(frozenset(start.cols))
         try:  # a device OOM is retried with smaller join chunks (gpu_engine.fallback)
+            src = sources[0] if sources else None
             if (initial is None and len(plan.atoms) == 1 and not plan.filters
-                    and isinstance(sources[0], RunSet) and not sources[0].dead):
-                self._scan(rule, node.step(0), sources[0], out)  # a filter, no join
+                    and isinstance(src, RunSet) and not src.dead):  # a filter, no join
+                retry_smaller_chunks(
+                    self, lambda: self._scan(rule, node.step(0), src, out), out)
             else:
                 retry_smaller_chunks(
                     self, lambda: self._run(rule, plan, node, start, sources, negs, out),
@@ -215,14 +217,19 @@ class RuleEvaluator:
             for i, j in probe.equal:
                 m = cols[i] == cols[j]
                 mask = m if mask is None else mask & m
-            if mask is None:
-                b = Bindings({v: cols[p] for v, p in step.keep_new}, run.n)
-            else:
-                pick = xp.flatnonzero(mask)
-                if not len(pick):
-                    continue
-                b = Bindings({v: cols[p][pick] for v, p in step.keep_new}, len(pick))
-            self._emit(rule, b, out)
+            pick = None if mask is None else xp.flatnonzero(mask)
+            n = run.n if pick is None else len(pick)
+            chunk = max(1, self.be.join_chunk_rows)  # the rows selected, as join chunks
+            for lo in range(0, n, chunk):
+                if pick is None:
+                    sel = slice(None) if n <= chunk else slice(lo, lo + chunk)
+                else:
+                    sel = pick if n <= chunk else pick[lo:lo + chunk]
+                b = Bindings({v: cols[p][sel] for v, p in step.keep_new}, min(chunk, n - lo))
+                if b.n > self.peak_rows:
+                    self.peak_rows = b.n
+                self.be.charge(b.n, join=True)
+                self._emit(rule, b, out)
 
     def _choose(self, plan: RulePlan, node: Node, sources: list[Source]) -> int:
         """Greedy join order: connected atoms first, then (with nothing bound) the Δ,

@@ -173,6 +173,8 @@ class RowSet:
         if ji is None and flag is not None and p:
             if len(values) <= BITS_VALUES and not self._may_hold(p, values):
                 return xp.zeros(0, dtype=INDEX)
+            if small.on(self.be):  # one compiled pass
+                return small.flagged(self.cols[p], flag)
             return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
         ji = self.index((p,))
         if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
@@ -520,8 +522,11 @@ class RowSet:
             col = self.cols[p]
             flag = xp.zeros(hi - lo + 1, dtype=bool)
             flag[vals - lo] = True
-            d = xp.clip(col - lo, 0, hi - lo)
-            rows = xp.flatnonzero(flag[d] & (col >= lo) & (col <= hi)).astype(INDEX)
+            if small.on(be):  # one compiled pass
+                rows = small.flagged(col, flag, lo)
+            else:
+                d = xp.clip(col - lo, 0, hi - lo)
+                rows = xp.flatnonzero(flag[d] & (col >= lo) & (col <= hi)).astype(INDEX)
         else:
             rows = xp.flatnonzero(S.isin_sorted(be, self.cols[p], vals)).astype(INDEX)
         kk = K.pack(be, [self.cols[p][rows]], spec)

@@ -82,6 +82,7 @@ def _warm() -> None:
     merge(keys, keys)
     probe_expand(keys, keys, 4)
     value_bits(keys, 8)
+    flagged(keys, np.ones(2, dtype=np.bool_), 0)
 
 
 def consider(facts: int) -> None:
@@ -268,6 +269,24 @@ if AVAILABLE:
         return out, True
 
 
+    @njit(cache=CACHE, nogil=True)
+    def _flagged(col: np.ndarray, flag: np.ndarray, lo: int) -> np.ndarray:
+        m = flag.shape[0]
+        k = 0
+        for i in range(col.shape[0]):
+            d = col[i] - lo
+            if d >= 0 and d < m and flag[d]:
+                k += 1
+        out = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(col.shape[0]):
+            d = col[i] - lo
+            if d >= 0 and d < m and flag[d]:
+                out[k] = i
+                k += 1
+        return out
+
+
 def on(be: Any) -> bool:
     """Whether the kernels are on for backend ``be`` (whatever the input's size: for the
     one-pass kernels below, whose array version makes several passes)."""
@@ -279,6 +298,13 @@ def value_bits(col: Any, limit: int) -> tuple[Any, bool]:
     value from 0 to the largest) in two passes, and True; False when a value is negative
     or the largest is ``limit`` or more."""
     return _value_bits(col, limit)
+
+
+def flagged(col: Any, flag: Any, lo: int = 0) -> Any:
+    """Sorted positions of the values ``v`` of ``col`` with ``flag[v - lo]`` (values
+    outside the flag's range are not flagged), in two passes: the array version makes
+    five over a large column (shift, clip, gather, two comparisons)."""
+    return _flagged(col, flag, lo)
 
 
 def probe_expand(pk: Any, keys: Any, budget: int) -> tuple[Any, Any, bool]:

@@ -130,6 +130,35 @@ def test_value_bits_equal_packbits(kernels_on) -> None:
     _same([runs[1].value_bits(p) for p in (0, 1)], want)
 
 
+def test_flagged_equals_the_array_passes(kernels_on) -> None:
+    rng = np.random.default_rng(11)
+    col = rng.integers(-5, 400, 20_000).astype(np.int64)
+    for lo, m in ((0, 400), (0, 50), (100, 7), (-5, 3), (395, 20), (1000, 4)):
+        flag = rng.random(m) < 0.3
+        d = col - lo
+        inside = (d >= 0) & (d < m)
+        want = np.flatnonzero(inside & flag[np.clip(d, 0, m - 1)])
+        _same(small.flagged(col, flag, lo), want)
+    assert len(small.flagged(col[:0], np.ones(3, dtype=bool), 0)) == 0
+    # a run's rows with flagged values in a later column, and a scan through index_for,
+    # are the same with the kernels on and off
+    be = get_backend("cpu")
+    cols = (rng.integers(0, 1 << 17, 1 << 17).astype(np.int64),
+            rng.integers(0, 1 << 16, 1 << 17).astype(np.int64))
+    vals = np.unique(rng.integers(0, 1 << 16, 9)).astype(np.int64)
+    ids = np.zeros(1 << 17, dtype=bool)
+    ids[vals] = True
+    probe = [np.repeat(vals, 2)]
+    got = []
+    for on in (False, True):
+        small._on = on
+        run = RowSet.from_columns(be, cols, 2)
+        idx = run.index_for((1,), (), (), probe, len(probe[0]))
+        got.append((run.positions_with(1, vals, ids), idx.rows, idx.sorted_keys))
+    for a, b in zip(*got):
+        _same(a, b)
+
+
 def test_wide_layouts_and_empty_inputs(kernels_on) -> None:
     be = get_backend("cpu")
     big = np.array([0, 1, 1 << 62, (1 << 63) - 1], dtype=np.int64)

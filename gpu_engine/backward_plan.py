@@ -23,7 +23,6 @@ from .expr import const_value, term_vars
 from .ir import Atom, Call, Compare, Const, Negation, Rule, Var
 from .rowset import RowSet
 from .rule_eval import Bindings, RuleEvaluator
-from .rule_plan import Probe, probe_of
 from .runs import RunSet
 
 RowsOf = Callable[[str], RunSet]
@@ -99,8 +98,10 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
                                          if isinstance(t, Var) and t.name not in b.cols}:
         # one body atom whose variables the head leaves unbound are read by nothing
         # after it: the instances that count are the facts with a match, a semi-join
-        sel = xp.flatnonzero(ev.member(_probe(atoms[0], frozenset(b.cols)), b,
-                                       source(atoms[0].relation)))
+        # (the look-up is the rule's compiled step from the head's bindings: filters
+        # read no variable it leaves unbound, so none binds one of them first)
+        probe = ev.plans.plan(rule).root(frozenset(b.cols)).step(0).probe
+        sel = xp.flatnonzero(ev.member(probe, b, source(atoms[0].relation)))
         if not len(sel):
             return None
         b = Bindings({v: c[sel] for v, c in b.cols.items()}, len(sel))
@@ -140,23 +141,6 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
         cols_out = [xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(out))]
         return Bindings(dict(zip(out, cols_out)), len(cols_out[0]))
     return Bindings({v: b.cols[v] for v in out}, b.n)
-
-
-_probes: dict[tuple[int, frozenset[str]], tuple[Atom, Probe]] = {}
-
-
-def _probe(atom: Atom, bound: frozenset[str]) -> Probe:
-    """The atom's look-up with ``bound`` bound (cached by atom: the evaluator caches
-    its constants by probe)."""
-    key = (id(atom), bound)
-    hit = _probes.get(key)
-    if hit is not None and hit[0] is atom:
-        return hit[1]
-    if len(_probes) >= 1 << 14:
-        _probes.clear()
-    probe = probe_of(atom, bound)
-    _probes[key] = (atom, probe)
-    return probe
 
 
 def one_step(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_of: RowsOf,

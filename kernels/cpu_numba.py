@@ -62,6 +62,11 @@ def use(be: Any, n: int, elementwise: bool = False) -> bool:
     return True
 
 
+def warm() -> bool:
+    """Whether this process has paid Numba's first call for these kernels (:func:`use`)."""
+    return _warm
+
+
 def threads() -> int:
     return numba.get_num_threads() if AVAILABLE else 1
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import cpu_numba as _numba
 from . import cpu_small as _small
+from . import radix_sort as _radix
 from .backend import INDEX, Backend
 
 Columns = Sequence[Any]
@@ -239,10 +240,7 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
     xp = be.xp
     n = len(keys)
     if be.is_gpu or n < NEARLY_MIN or _looks_unsorted(xp, keys):
-        if overwrite:
-            keys.sort()
-            return keys
-        return xp.sort(keys)
+        return _full_sort(be, keys, overwrite)
     cuts = xp.flatnonzero(keys[1:] < keys[:-1]) + 1  # where a sorted run starts
     if not len(cuts):
         return keys
@@ -256,11 +254,19 @@ def sort_values(be: Backend, keys: Any, overwrite: bool = False) -> Any:
     bad = keys < xp.maximum.accumulate(keys)  # below an earlier key: out of place
     k = int(xp.count_nonzero(bad))
     if k > n // NEARLY_SORTED:
-        if overwrite:
-            keys.sort()
-            return keys
-        return xp.sort(keys)
-    return merge_disjoint(be, keys[~bad], (), xp.sort(keys[bad]), ())[0]
+        return _full_sort(be, keys, overwrite)
+    return merge_disjoint(be, keys[~bad], (), _full_sort(be, keys[bad], True), ())[0]
+
+
+def _full_sort(be: Backend, keys: Any, overwrite: bool) -> Any:
+    """A sort of keys in no known order: a radix sort of int64 keys on the CPU
+    (:mod:`kernels.radix_sort`), else the backend's sort (in place with ``overwrite``)."""
+    if keys.dtype == INDEX and _radix.use(be, len(keys)):
+        return _radix.sort(keys, overwrite)
+    if overwrite:
+        keys.sort()
+        return keys
+    return be.xp.sort(keys)
 
 
 def unique_keys(be: Backend, keys: Any, return_counts: bool = False,

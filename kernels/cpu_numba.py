@@ -12,7 +12,8 @@ pack_probe, the dense probe and re-keying replace 4-6 array passes by one.  Not 
 (NumPy's vectorised single-thread code was as fast idle and up to 2x faster with the
 other core busy): a chunked parallel sort (NumPy's sort per chunk in threads, then
 parallel merges), distinct values of sorted keys, min/max, gathers by sorted indexes,
-boolean compression.  Gathers by random indexes were 2x faster in parallel.
+boolean compression.  Gathers by random indexes were 2x faster in parallel.  Sorting is
+a radix sort of its own (:mod:`kernels.radix_sort`).
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def _lex_order(be: Backend, ranks: tuple[Any, ...], widths: list[int]) -> Any:
             key |= ranks[i][order]
         key <<= ib
         key |= xp.arange(n, dtype=INDEX)
-        key.sort()
+        key = S.sort_values(be, key, overwrite=True)
         key &= mask
         order = order[key]
     return order

@@ -194,7 +194,7 @@ def _semijoin(be: Any, a: Table, b: Table, on: list[str]) -> Table:
     if not on:
         return a
     ka, kb = _keys(be, a, b, on)
-    keep = S.isin_sorted(be, ka, be.xp.sort(kb))  # (sorting beats hashing for unique)
+    keep = S.isin_sorted(be, ka, S.sort_values(be, kb))  # (sorting beats hashing for unique)
     return Table({v: c[keep] for v, c in a.cols.items()}, a.cnt[keep])
 
 
@@ -206,8 +206,8 @@ def _join_group(ev: RuleEvaluator, a: Table, b: Table, on: list[str], keep: list
     if len(a) == 0 or len(b) == 0:
         return Table({v: xp.zeros(0, dtype=INDEX) for v in keep}, xp.zeros(0, dtype=INDEX))
     ka, kb = _keys(be, a, b, on)
-    order = xp.argsort(kb, kind="stable")
-    lo, counts = J.probe(be, ka, kb[order])
+    skb, order = S.sort_with_order(be, kb)
+    lo, counts = J.probe(be, ka, skb)
     parts: list[Table] = []
     for pi, bpos in J.join_chunks(be, lo, counts):
         bi = order[bpos]

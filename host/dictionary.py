@@ -87,7 +87,10 @@ class SymbolTable:
         """Encode a list, NumPy array or Arrow (chunked) array of strings."""
         arr = symbols
         if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
+            if arr.type != pa.string() or arr.null_count:
+                arr = arr.combine_chunks()  # (converted below)
+            else:  # encoded chunk by chunk: no copy of the text into one array
+                return self._encode_distinct(*_chunked_codes(arr))
         if not isinstance(arr, pa.Array):
             arr = pa.array(np.asarray(arr, dtype=object).tolist(), type=pa.string())
         if arr.type != pa.string():
@@ -97,8 +100,12 @@ class SymbolTable:
         if arr.null_count:
             raise ValueError("symbol column contains nulls")
         enc = arr if pa.types.is_dictionary(arr.type) else arr.dictionary_encode()
-        uniq: pa.Array = enc.dictionary
-        indices = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return self._encode_distinct(
+            enc.dictionary, enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+
+    def _encode_distinct(self, uniq: pa.Array, indices: np.ndarray) -> np.ndarray:
+        """The ids of ``uniq[indices]`` (``uniq``: distinct strings), giving the next ids
+        to the strings not in the dictionary."""
         ids = np.empty(len(uniq), dtype=np.int64)
         if not len(self._index):
             new_mask = np.ones(len(uniq), dtype=bool)
@@ -144,3 +151,17 @@ class SymbolTable:
             rank[order] = np.arange(len(order), dtype=np.int64)
             self._order = rank
         return self._order[np.asarray(ids, dtype=np.int64)]
+
+
+def _chunked_codes(arr: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """The distinct strings of a chunked string array and, per row, the index of its
+    string among them (one int64 array).  Arrow's encoding of a chunked array gives every
+    chunk the dictionary of the whole array; chunks that differ are unified first."""
+    enc = pc.dictionary_encode(arr)
+    if not enc.num_chunks:
+        return pa.array([], type=pa.string()), np.zeros(0, dtype=np.int64)
+    size = len(enc.chunk(enc.num_chunks - 1).dictionary)
+    if any(len(c.dictionary) != size for c in enc.chunks):
+        enc = enc.unify_dictionaries()
+    parts = [c.indices.to_numpy(zero_copy_only=False) for c in enc.chunks]
+    return enc.chunk(0).dictionary, np.concatenate(parts).astype(np.int64, copy=False)

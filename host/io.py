@@ -201,13 +201,24 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
             )
         except pa.ArrowInvalid as exc:
             raise _locate_shape_error(src, opts, str(exc)) from None
-        raw_cols = [table.column(i).combine_chunks() for i in range(rel.arity)]
+        raw_cols = [table.column(i) for i in range(rel.arity)]  # chunked
+        del table
     else:
         raw_cols = _split_lines(src, opts)
+    if all(t == "symbol" and rel.format(i) is None for i, (_, t) in enumerate(rel.attributes)):
+        # every column a symbol: one dictionary encoding of all of them, chunk by chunk
+        # (ids in the order of first occurrence, column by column, as one at a time)
+        chunks = [c for raw in raw_cols for c in
+                  (raw.chunks if isinstance(raw, pa.ChunkedArray) else [raw])]
+        ids = symbols.encode_many(pa.chunked_array(chunks, type=pa.string()))
+        ends = np.cumsum([len(raw) for raw in raw_cols])
+        return np.split(ids, ends[:-1])
     cols = []
     for i, (_, typ) in enumerate(rel.attributes):
         raw = raw_cols[i]
         fmt = rel.format(i)
+        if isinstance(raw, pa.ChunkedArray) and (fmt is not None or typ != "symbol"):
+            raw = raw.combine_chunks()
         if fmt is not None:  # a record or ADT value (host/record_io.py)
             try:
                 cols.append(parse_records(raw, fmt, symbols))

@@ -328,3 +328,38 @@ def test_missing_fact_files_of_relations_no_output_needs(tmp_path: Path) -> None
     with pytest.raises(ProgramError, match="cannot open fact file") as e:
         Reasoner(text, device="cpu").load_inputs(tmp_path)
     assert e.value.loc is not None and e.value.loc.file.endswith("a.facts")
+
+
+def test_symbol_columns_encoded_by_chunk_as_one_at_a_time(tmp_path: Path) -> None:
+    """Symbol columns read in many chunks (``read_facts`` encodes every column of an
+    all-symbol relation at once, chunk by chunk) get the ids that encoding one whole
+    column after the other gives: first occurrence, column by column."""
+    import pyarrow.csv as pacsv
+    from gpu_engine.host import io as hio
+    from gpu_engine.host.dictionary import SymbolTable
+
+    rng = np.random.default_rng(5)
+    rows = [(f"s{a}", f"p{b}", f"s{c}") for a, b, c in rng.integers(0, 3000, (40_000, 3))]
+    (tmp_path / "t.facts").write_text("".join(f"{a}\t{b}\t{c}\n" for a, b, c in rows))
+    (tmp_path / "m.facts").write_text("".join(f"{a}\t{i}\n" for i, (a, _, _) in
+                                              enumerate(rows)))
+    r = Reasoner(".decl t(a: symbol, b: symbol, c: symbol)\n.decl m(a: symbol, n: number)\n")
+    old = pacsv.ReadOptions
+    try:  # small blocks: many chunks per column
+        hio.pacsv.ReadOptions = lambda **kw: old(**{**kw, "block_size": 1 << 12})
+        t = hio.read_facts(tmp_path / "t.facts", r.program.relations["t"], r.symbols)
+        m = hio.read_facts(tmp_path / "m.facts", r.program.relations["m"], r.symbols)
+    finally:
+        hio.pacsv.ReadOptions = old
+    want = SymbolTable()
+    cols = [want.encode_many(pa.array([x[i] for x in rows])) for i in range(3)]
+    for got, w in zip(t, cols):
+        assert got.dtype == np.int64 and (got == w).all()
+    assert (m[0] == cols[0]).all() and (m[1] == np.arange(len(rows))).all()
+    assert r.symbols.decode_many(t[1][:5]) == [x[1] for x in rows[:5]]
+    chunked = pa.chunked_array([pa.array(["b", "a"]), pa.array([], pa.string()),
+                                pa.array(["c", "b"])])
+    fresh = SymbolTable()
+    assert fresh.encode_many(chunked).tolist() == [0, 1, 2, 0]
+    assert fresh.encode_many(pa.chunked_array([], pa.string())).tolist() == []
+    assert fresh.encode_many(pa.chunked_array([pa.array(["c", "d"])])).tolist() == [2, 3]

@@ -330,7 +330,8 @@ class Engine:
         force_array = False
         while s.recursive and any(len(delta[r]) for r in s.relations):
             if (small is not None and not force_array
-                    and sum(len(delta[r]) for r in s.relations) <= small_rounds.ENTER_DELTA):
+                    and sum(len(delta[r]) for r in s.relations) <= small_rounds.ENTER_DELTA
+                    and small_rounds.worth_entering(st.iterations)):
                 res = run_small(small, self.store, prev, delta, self.symbols,
                                 self.counting >= 2, self.progress)
                 if res is None:  # a plan needs a ranked index: array path from now on

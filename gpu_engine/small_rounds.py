@@ -42,6 +42,13 @@ OUT_ROWS = 1 << 16  # head rows one round may produce before the array path take
 ROUND_SLICE = 1 << 16  # rounds per compiled call (between progress reports)
 HOST_COPY_LIMIT = 1 << 22  # GPU: elements the path may copy to the host at one entry
 MIN_CAPACITY = 1 << 12  # rows of N allocated at entry (doubled when full)
+# Numba's first call in a process costs about 0.4 s (its CPU target, scipy.linalg, the
+# cached kernels): a stratum enters the path only after this many array rounds, unless
+# the process has paid that already, so that a program whose strata reach their
+# fixpoint in a few rounds never pays it (a tiny recursive program: 1.4 -> 0.95 s as a
+# whole process), while a chain of a million rounds loses a few milliseconds.
+WARM_ROUNDS = 16
+_entered = False  # the path has run in this process
 
 _ARITH = {"+": K.C_ADD, "-": K.C_SUB, "*": K.C_MUL, "/": K.C_DIV, "%": K.C_MOD,
           "min": K.C_MIN, "max": K.C_MAX}
@@ -52,6 +59,14 @@ _CMP = {"=": K.OP_EQ, "!=": K.OP_NE, "<": K.OP_LT, "<=": K.OP_LE, ">": K.OP_GT,
 def enabled() -> bool:
     """The path is on unless ``GPU_ENGINE_SMALL_PATH=0`` (or Numba is missing)."""
     return K.AVAILABLE and os.environ.get("GPU_ENGINE_SMALL_PATH", "1") != "0"
+
+
+def worth_entering(rounds: int) -> bool:
+    """Whether a stratum that has run ``rounds`` rounds enters the path now
+    (:data:`WARM_ROUNDS`): Numba is loaded in this process, or the rounds go on."""
+    from gpu_engine.kernels import cpu_numba, cpu_small
+
+    return (_entered or rounds >= WARM_ROUNDS or cpu_numba.warm() or cpu_small._on)
 
 
 @dataclass
@@ -443,6 +458,8 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
               progress: Any = None) -> SmallResult | None:
     """Run rounds of stratum ``sp`` on the small path from the versions ``prev`` (I \\ Δ),
     ``delta`` and ``store`` (I); None when a plan cannot be encoded (ranked keys)."""
+    global _entered
+    _entered = True
     s = sp.stratum
     rel_id = {r: i for i, r in enumerate(sp.rels)}
     be = next(iter(store.values())).be

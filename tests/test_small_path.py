@@ -23,6 +23,7 @@ def _run(program, monkeypatch, small: bool, counting: bool, device: str = "cpu")
     from gpu_engine import Reasoner
 
     monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", "1" if small else "0")
+    monkeypatch.setattr(SR, "WARM_ROUNDS", 0)  # from the first tiny round
     r = Reasoner(render_program(program), device=device, counting=counting, modules="off")
     for name, data in engine_facts(program).items():
         r.add_facts(name, data)
@@ -87,6 +88,7 @@ def test_chain_runs_on_the_small_path(counting: bool, monkeypatch, device: str) 
     from gpu_engine import Reasoner
 
     out = []
+    monkeypatch.setattr(SR, "WARM_ROUNDS", 0)  # from the first tiny round
     for small in ("1", "0"):
         monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", small)
         r = Reasoner(CHAIN.replace("N", "2000"), device=device, counting=counting)
@@ -97,3 +99,29 @@ def test_chain_runs_on_the_small_path(counting: bool, monkeypatch, device: str) 
     assert s1.derivations == s0.derivations
     assert sum(s.small_rounds for s in s1.strata) >= 4000
     assert sum(s.iterations for s in s1.strata) == sum(s.iterations for s in s0.strata)
+
+
+def test_a_short_stratum_does_not_load_the_compiled_path(monkeypatch) -> None:
+    """A stratum that reaches its fixpoint within ``WARM_ROUNDS`` rounds stays on the
+    array path in a process that has not run the compiled path (Numba's first call costs
+    about 0.4 s); a longer one enters it after ``WARM_ROUNDS`` rounds."""
+    from gpu_engine.kernels import cpu_numba, cpu_small
+
+    from gpu_engine import Reasoner
+
+    monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", "1")
+    monkeypatch.setattr(SR, "_entered", False)
+    monkeypatch.setattr(cpu_numba, "_warm", False)
+    monkeypatch.setattr(cpu_small, "_on", False)
+    monkeypatch.setattr(SR, "WARM_ROUNDS", 16)
+    r = Reasoner(".decl e(x:number, y:number)\ne(1, 2). e(2, 3). e(3, 4).\n"
+                 ".decl p(x:number, y:number)\np(x, y) :- e(x, y).\n"
+                 "p(x, z) :- p(x, y), e(y, z).\n")
+    stats = r.materialise()
+    assert r.relation_sizes()["p"] == 6
+    assert sum(s.small_rounds for s in stats.strata) == 0 and not SR._entered
+    r = Reasoner(CHAIN.replace("N", "200"))
+    stats = r.materialise()
+    assert r.relation_sizes()["a"] == 201 and SR._entered
+    assert 0 < sum(s.small_rounds for s in stats.strata) < sum(s.iterations
+                                                              for s in stats.strata)

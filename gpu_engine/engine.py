@@ -331,7 +331,7 @@ class Engine:
         while s.recursive and any(len(delta[r]) for r in s.relations):
             if (small is not None and not force_array
                     and sum(len(delta[r]) for r in s.relations) <= small_rounds.ENTER_DELTA
-                    and small_rounds.worth_entering(st.iterations)):
+                    and small_rounds.worth_entering(st.iterations, self.be)):
                 res = run_small(small, self.store, prev, delta, self.symbols,
                                 self.counting >= 2, self.progress)
                 if res is None:  # a plan needs a ranked index: array path from now on

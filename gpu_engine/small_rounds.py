@@ -61,12 +61,12 @@ def enabled() -> bool:
     return K.AVAILABLE and os.environ.get("GPU_ENGINE_SMALL_PATH", "1") != "0"
 
 
-def worth_entering(rounds: int) -> bool:
+def worth_entering(rounds: int, be: Any) -> bool:
     """Whether a stratum that has run ``rounds`` rounds enters the path now
     (:data:`WARM_ROUNDS`): Numba is loaded in this process, or the rounds go on."""
     from gpu_engine.kernels import cpu_numba, cpu_small
 
-    return (_entered or rounds >= WARM_ROUNDS or cpu_numba.warm() or cpu_small._on)
+    return _entered or rounds >= WARM_ROUNDS or cpu_numba.warm() or cpu_small.on(be)
 
 
 @dataclass

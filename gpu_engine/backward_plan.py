@@ -89,11 +89,7 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
         acols = tuple(b.cols[t.name] if isinstance(t, Var)
                       else xp.full(b.n, const_value(t, ev.symbols), dtype=INDEX)
                       for t in a.args)
-        sel = xp.flatnonzero(source(a.relation).contains(acols, b.n))
-        if not len(sel):
-            return None
-        b = Bindings({v: c[sel] for v, c in b.cols.items()}, len(sel))
-        atoms = []
+        hit = source(a.relation).contains(acols, b.n)
     elif len(atoms) == 1 and not keep & {t.name for t in atoms[0].args
                                          if isinstance(t, Var) and t.name not in b.cols}:
         # one body atom whose variables the head leaves unbound are read by nothing
@@ -101,7 +97,11 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
         # (the look-up is the rule's compiled step from the head's bindings: filters
         # read no variable it leaves unbound, so none binds one of them first)
         probe = ev.plans.plan(rule).root(frozenset(b.cols)).step(0).probe
-        sel = xp.flatnonzero(ev.member(probe, b, source(atoms[0].relation)))
+        hit = ev.member(probe, b, source(atoms[0].relation))
+    else:
+        hit = None
+    if hit is not None:  # the one atom checked: the bindings of the facts with a match
+        sel = xp.flatnonzero(hit)
         if not len(sel):
             return None
         b = Bindings({v: c[sel] for v, c in b.cols.items()}, len(sel))

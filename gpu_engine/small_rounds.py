@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_engine.kernels import cpu_numba, cpu_small
 from gpu_engine.kernels import small_path as K
 
 from .expr import const_value, term_vars
@@ -64,8 +65,6 @@ def enabled() -> bool:
 def worth_entering(rounds: int, be: Any) -> bool:
     """Whether a stratum that has run ``rounds`` rounds enters the path now
     (:data:`WARM_ROUNDS`): Numba is loaded in this process, or the rounds go on."""
-    from gpu_engine.kernels import cpu_numba, cpu_small
-
     return _entered or rounds >= WARM_ROUNDS or cpu_numba.warm() or cpu_small.on(be)
 
 

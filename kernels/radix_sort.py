@@ -76,52 +76,35 @@ def sort(keys: np.ndarray, overwrite: bool = False) -> np.ndarray:
     passes = (bits + DIGIT_BITS - 1) // DIGIT_BITS
     digit = (bits + passes - 1) // passes
     keys = np.ascontiguousarray(keys, dtype=np.int64)
-    if n < PARALLEL_MIN:
-        hist = _histograms(keys, lo, passes, digit)
-        return _serial(keys, lo, passes, digit, hist, overwrite)
-    return _parallel(keys, lo, passes, digit, overwrite)
-
-
-def _buffers(keys: np.ndarray, overwrite: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The two buffers the passes write to in turn (``keys`` is the second when it may
-    be overwritten; the other is allocated when a second pass needs it)."""
-    return np.empty(len(keys), dtype=np.int64), keys if overwrite else None
-
-
-def _serial(keys: np.ndarray, lo: int, passes: int, digit: int, hist: np.ndarray,
-            overwrite: bool) -> np.ndarray:
-    n = len(keys)
-    src = keys
-    a, b = _buffers(keys, overwrite)
-    for p in range(passes):
-        if hist[p].max() == n:  # one digit value for every key: nothing moves
-            continue
-        dst = a if src is not a else b
-        if dst is None:
-            dst = b = np.empty(n, dtype=np.int64)
-        _scatter(src, dst, _starts(hist[p]), lo, p * digit, (1 << digit) - 1)
-        src = dst
-    return src if src is not keys or overwrite else keys.copy()
-
-
-def _parallel(keys: np.ndarray, lo: int, passes: int, digit: int, overwrite: bool
-              ) -> np.ndarray:
-    n = len(keys)
+    serial = n < PARALLEL_MIN
+    mask = (1 << digit) - 1
+    hist = _histograms(keys, lo, passes, digit) if serial else None
     chunks = 4 * _numba.threads()
     step = (n + chunks - 1) // chunks
-    src = keys
-    a, b = _buffers(keys, overwrite)
+    src, spare = keys, (keys if overwrite else None)  # the buffers the passes write in turn
+    out = np.empty(n, dtype=np.int64)
     for p in range(passes):
-        hist = _chunk_histograms(src, lo, p * digit, digit, chunks, step)
-        if hist.sum(axis=0).max() == n:
-            continue
-        dst = a if src is not a else b
-        if dst is None:
-            dst = b = np.empty(n, dtype=np.int64)
-        _chunk_scatter(src, dst, _chunk_starts(hist), lo, p * digit, (1 << digit) - 1,
-                       step)
+        shift = p * digit
+        if serial:
+            h = hist[p]  # type: ignore[index]
+            if h.max() == n:  # one digit value for every key: nothing moves
+                continue
+        else:
+            h = _chunk_histograms(src, lo, shift, digit, chunks, step)
+            if h.sum(axis=0).max() == n:
+                continue
+        if src is out:
+            if spare is None:
+                spare = np.empty(n, dtype=np.int64)
+            dst = spare
+        else:
+            dst = out
+        if serial:
+            _scatter(src, dst, _starts(h), lo, shift, mask)
+        else:
+            _chunk_scatter(src, dst, _chunk_starts(h), lo, shift, mask, step)
         src = dst
-    return src if src is not keys or overwrite else keys.copy()
+    return src  # some pass ran: the keys' smallest and largest differ in some digit
 
 
 if AVAILABLE:

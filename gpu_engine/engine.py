@@ -24,6 +24,7 @@ from gpu_engine.kernels.backend import INDEX, Backend
 
 from . import fallback, iteration, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
+from .dense_absorb import DenseAbsorb
 from .hd_module import HDModule
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
 from .modules import ModulePlan, plan_modules
@@ -105,6 +106,7 @@ class Engine:
                                f"with {' and '.join(self.order_dependent)}: their results "
                                "depend on the evaluation order")
         self.evaluator = RuleEvaluator(self.be, self.symbols)
+        self.dense = DenseAbsorb(self.be)  # bitmaps of relations that large rounds add to
         # an update redoes itself on the CPU after a device OOM (gpu_engine.fallback)
         self.defer_fallback = False
         self.set_modules(modules)
@@ -418,6 +420,7 @@ class Engine:
     def _finish_stratum(self, s: Stratum, st: StratumStats, rstats: dict[int, RuleStats],
                         before: dict[str, int], t0: float) -> StratumStats:
         """Compact the stratum's relations and fill in its statistics."""
+        self.dense.clear()
         for r in s.relations:
             self.store[r] = self.store[r].compacted()
         st.rules = list(rstats.values())
@@ -461,13 +464,18 @@ class Engine:
             d, cnt = RowSet.from_columns(self.be, cols, cur.arity, n, return_counts=True,
                                          weights=weights)
             self._count_log.setdefault(name, []).append((d, cnt, recursive))
+            new, marked = cur.new_rows(d), False
         else:
-            d = RowSet.from_columns(self.be, cols, cur.arity, n)
-        new = cur.new_rows(d)
-        keys = self.program.relations[name].choice
-        if keys:
-            new = order_dependent.choose(self.be, cur, new, keys)
+            keys = self.program.relations[name].choice
+            new = None if keys else self.dense.new_rows(name, cur, cols, n)
+            marked = new is not None
+            if new is None:
+                new = cur.new_rows(RowSet.from_columns(self.be, cols, cur.arity, n))
+            if keys:
+                new = order_dependent.choose(self.be, cur, new, keys)
         self.store[name] = cur.append(new)
+        if self.dense.sets:
+            self.dense.appended(name, cur, self.store[name], new, marked)
         return new
 
     def _compact(self, rule: Rule, outs: list[RuleOutput]) -> list[RuleOutput]:

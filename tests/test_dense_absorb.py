@@ -9,16 +9,17 @@ import contextlib
 import numpy as np
 import pytest
 from generators import Program, describe, engine_facts, programs, render_program
-from gpu_engine.dense_absorb import DenseAbsorb
 from gpu_engine.kernels import cpu_numba
 from gpu_engine.kernels import dense_seen as D
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import get_backend
-from gpu_engine.rowset import RowSet
-from gpu_engine.runs import RunSet
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from reference import LimitExceeded, evaluate
+
+from gpu_engine.dense_absorb import DenseAbsorb
+from gpu_engine.rowset import RowSet
+from gpu_engine.runs import RunSet
 
 pytestmark = pytest.mark.skipif(not D.AVAILABLE, reason="needs Numba")
 

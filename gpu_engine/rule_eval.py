@@ -278,6 +278,17 @@ class RuleEvaluator:
             excluded = (*view_excl, *(RunSet.of(d) for d in dead)) if (view_excl or dead) \
                 else ()
             idx = run.index_for(key_pos, consts, equal, probe_cols, b.n)
+            if not excluded and self._fused(idx, probe_cols, b.n):
+                # the matched rows' columns in one pass per chunk (J.gather_chunks): no
+                # probe-index, build-position or row arrays
+                lo, counts = self._probe(idx, probe_cols, b.n)
+                for pc, bc, n in J.gather_chunks(be, lo, counts, idx.rows,
+                                                 [b.cols[v] for v in keep_old],
+                                                 [run.cols[p] for _, p in keep_new]):
+                    cols = dict(zip(keep_old, pc))
+                    cols.update((v, c) for (v, _), c in zip(keep_new, bc))
+                    yield Bindings(cols, n)
+                continue
             for pi, bpos in self._matches(idx, probe_cols, b.n):
                 rows = idx.rows[bpos]
                 if excluded:  # a view: drop matches with facts it hides
@@ -290,6 +301,14 @@ class RuleEvaluator:
                 for v, p in keep_new:
                     cols[v] = run.cols[p][rows]
                 yield Bindings(cols, len(pi))
+
+    def _fused(self, idx: JoinIndex, probe_cols: list[Any], n: int) -> bool:
+        """Whether the join of ``n`` binding rows with ``idx`` gathers its output columns
+        in one compiled pass (:func:`kernels.join.gather_chunks`): many probe rows on
+        the CPU (a few take :meth:`_matches`' compiled probe; one probe row's run is
+        split by :func:`kernels.join.join_chunks`)."""
+        return (n >= FUSED_MIN_ROWS and not self.be.is_gpu
+                and not (probe_cols and idx.spec is not None and small.use(self.be, n)))
 
     def _matches(self, idx: JoinIndex, probe_cols: list[Any], n: int):
         """(probe row, index position) pairs of the join of ``n`` binding rows keyed by
@@ -442,6 +461,7 @@ def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tup
 
 
 Source = Union[RunSet, View]  # noqa: UP007
+FUSED_MIN_ROWS = 2  # probe rows from which a join gathers its columns in one pass
 NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 
 

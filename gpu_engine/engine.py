@@ -26,7 +26,7 @@ from . import fallback, iteration, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
 from .dense_absorb import DenseAbsorb
 from .hd_module import HDModule
-from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable
+from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable, rule_constants
 from .modules import ModulePlan, plan_modules
 from .plan import Role, delta_variants
 from .recursive_aggregates import round_outputs
@@ -257,6 +257,7 @@ class Engine:
         self._compact_floor: dict[str, int] = {}
         self._count_log: dict[str, list[tuple[RowSet, Any, bool]]] = {}
         self.evaluator.expr.autoinc = 0  # autoinc() counts from 0 in every materialisation
+        self._encode_constants()
         retries0 = self.evaluator.memory.retries
         for k, stratum in enumerate(self.strata):
             if self.progress:
@@ -291,6 +292,15 @@ class Engine:
         self.materialised = True
         self._note_symbols()
         return stats
+
+    def _encode_constants(self) -> None:
+        """The rules' symbol constants encoded as one batch before evaluation, which
+        encodes them one at a time: the host dictionary then knows them without building
+        a look-up dict of every symbol it holds (``host/dictionary.py``)."""
+        names = list(dict.fromkeys(str(c.value) for r in self.rules
+                                   for c in rule_constants(r) if c.type == "symbol"))
+        if names:
+            self.symbols.encode_many(names)
 
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
         t0 = time.perf_counter()

@@ -141,6 +141,24 @@ class Rule:
         return f"{_fmt_atom(self.head)} :- {', '.join(_fmt_lit(b) for b in self.body)}."
 
 
+def rule_constants(rule: Rule) -> list[Const]:
+    """The constants of a rule's head and body literals (inside functor calls too), in
+    order of appearance."""
+    out: list[Const] = []
+    todo: list[Any] = [*reversed(rule.body), rule.head]  # a stack: the head pops first
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Const):
+            out.append(x)
+        elif isinstance(x, (Atom, Call)):
+            todo.extend(reversed(x.args))
+        elif isinstance(x, Negation):
+            todo.append(x.atom)
+        elif isinstance(x, Compare):
+            todo.extend((x.right, x.left))
+    return out
+
+
 @dataclass(frozen=True)
 class Aggregate:
     """The definition of a hidden aggregate relation ``relation(k1..kK, value)``.

@@ -16,12 +16,24 @@ import pyarrow.compute as pc
 
 from .records import RecordTable
 
+FEW = 4096  # a batch of at most this many distinct values is remembered in the look-up dict
+HASHED_BATCHES = 8  # batches of few values served by a pass over all symbols before the dict
+
 
 class SymbolTable:
     """The dictionary of one reasoner (implements ``gpu_engine.ir.SymbolTable``)."""
 
     def __init__(self) -> None:
+        # symbol -> id of every symbol with an id below ``_indexed``; completed on the first
+        # look-up of a single symbol it does not hold (:meth:`_lookup`), so that a batch
+        # load that looks up no single symbol never builds a Python dict of every symbol
+        # (LUBM(50): 1.1 M symbols, 1.2 s).  ``_known``: symbols above it that batches of
+        # few values looked up (a program's constants are encoded as one such batch).
         self._index: dict[str, int] = {}
+        self._known: dict[str, int] = {}
+        self._indexed = 0
+        self._hashed = 0  # batches of few values looked up by a pass (HASHED_BATCHES)
+        self._n = 0  # symbols in the dictionary (ids 0 .. _n - 1)
         self._chunks: list[pa.Array] = []
         self._values: pa.Array | None = pa.array([], type=pa.string())
         self._order: np.ndarray | None = None
@@ -39,45 +51,69 @@ class SymbolTable:
             raise ValueError(f"symbol table: expected strings, got {values.type}")
         if values.null_count:
             raise ValueError("symbol table: contains nulls")
-        table = cls()
-        table._index = {s: i for i, s in enumerate(values.to_pylist())}
-        if len(table._index) != len(values):
+        if len(values) and pc.count_distinct(values).as_py() != len(values):
             raise ValueError("symbol table: contains duplicate symbols")
+        table = cls()
+        table._n = len(values)
         table._chunks = [values] if len(values) else []
         table._values = values
         return table
 
     def __len__(self) -> int:
-        return len(self._index)
+        return self._n
+
+    def _lookup(self) -> dict[str, int]:
+        """The symbol -> id dict of every symbol (completed here with the symbols bulk
+        encoding added since the last look-up)."""
+        if self._indexed < self._n:
+            rest = self.values()[self._indexed:self._n]
+            self._index.update(zip(rest.to_pylist(), range(self._indexed, self._n)))
+            self._indexed = self._n
+            self._known.clear()
+        return self._index
 
     def truncate(self, n: int) -> None:
         """Forget the symbols with ids ``n`` and above (those a failed update added)."""
-        if n >= len(self._index):
+        if n >= self._n:
             return
         chunks = self._chunks if self._values is None else [self._values]
-        start = 0
-        for c in chunks:  # O(removed), not O(dictionary): no copy of the kept symbols
-            if start + len(c) > n:
-                for s in c[max(0, n - start):].to_pylist():
-                    del self._index[s]
-            start += len(c)
+        if self._indexed > n:  # O(removed), not O(dictionary): no copy of the kept symbols
+            start = 0
+            for c in chunks:
+                if start + len(c) > n and start < self._indexed:
+                    for s in c[max(0, n - start):self._indexed - start].to_pylist():
+                        del self._index[s]
+                start += len(c)
+            self._indexed = n
+        self._known = {k: i for k, i in self._known.items() if i < n}
         kept = (chunks[0][:n] if chunks and len(chunks[0]) >= n
                 else pa.concat_arrays(chunks)[:n])
         self._chunks = [kept] if n else []
         self._values = kept
+        self._n = n
         self._order = None
 
     # --- encoding -------------------------------------------------------------------
 
     def find(self, symbol: str) -> int | None:
         """The id of ``symbol``, or ``None`` when it is not in the dictionary (no insert)."""
-        return self._index.get(symbol)
+        sid = self._index.get(symbol)
+        if sid is None:
+            sid = self._known.get(symbol)
+        return sid if sid is not None else self._lookup().get(symbol)
 
     def encode(self, symbol: str) -> int:
         sid = self._index.get(symbol)
         if sid is None:
-            sid = len(self._index)
-            self._index[symbol] = sid
+            sid = self._known.get(symbol)
+        if sid is not None:
+            return sid
+        index = self._lookup()
+        sid = index.get(symbol)
+        if sid is None:
+            sid = self._n
+            index[symbol] = sid
+            self._n = self._indexed = sid + 1
             self._chunks.append(pa.array([symbol], type=pa.string()))
             self._values = None
             self._order = None
@@ -107,10 +143,24 @@ class SymbolTable:
         """The ids of ``uniq[indices]`` (``uniq``: distinct strings), giving the next ids
         to the strings not in the dictionary."""
         ids = np.empty(len(uniq), dtype=np.int64)
-        if not len(self._index):
+        few = 8 * len(uniq) < self._n  # few values: dictionary look-ups beat hashing all
+        scan = (few and self._n - self._indexed > 8 * len(uniq)
+                and self._hashed < HASHED_BATCHES)
+        if not self._n:
             new_mask = np.ones(len(uniq), dtype=bool)
-        elif 8 * len(uniq) < len(self._index):  # few values: dictionary look-ups beat
-            found = [self._index.get(v, -1) for v in uniq.to_pylist()]  # hashing all ids
+        elif scan:  # completing the dict would cost more: a pass over the symbols that
+            self._hashed += 1  # probes a hash of the few (the first few such batches)
+            values = self.values()
+            at = np.flatnonzero(pc.is_in(values, value_set=uniq).to_numpy(
+                zero_copy_only=False))
+            ids[:] = -1
+            if len(at):
+                which = pc.index_in(values.take(pa.array(at)), value_set=uniq)
+                ids[which.to_numpy(zero_copy_only=False)] = at
+            new_mask = ids < 0
+        elif few:
+            index = self._lookup()
+            found = [index.get(v, -1) for v in uniq.to_pylist()]
             ids[:] = found
             new_mask = ids < 0
         else:
@@ -119,12 +169,14 @@ class SymbolTable:
             ids[~new_mask] = known.filter(pc.invert(known.is_null())).to_numpy()
         new_vals = uniq.filter(pa.array(new_mask))
         if len(new_vals):
-            start = len(self._index)
+            start = self._n
             ids[new_mask] = np.arange(start, start + len(new_vals), dtype=np.int64)
-            self._index.update(zip(new_vals.to_pylist(), range(start, start + len(new_vals))))
+            self._n += len(new_vals)  # the look-up dict learns them when next asked
             self._chunks.append(new_vals)
             self._values = None
             self._order = None
+        if len(uniq) <= FEW and self._indexed < self._n:  # few values: remembered
+            self._known.update(zip(uniq.to_pylist(), ids.tolist()))
         return ids[indices]
 
     # --- decoding -------------------------------------------------------------------
@@ -145,7 +197,7 @@ class SymbolTable:
 
     def order_keys(self, ids: np.ndarray) -> np.ndarray:
         """Rank of each symbol in the lexicographic order of all symbols."""
-        if self._order is None or len(self._order) != len(self._index):
+        if self._order is None or len(self._order) != self._n:
             order = pc.sort_indices(self.values()).to_numpy()
             rank = np.empty(len(order), dtype=np.int64)
             rank[order] = np.arange(len(order), dtype=np.int64)

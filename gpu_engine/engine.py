@@ -300,7 +300,7 @@ class Engine:
         names = list(dict.fromkeys(str(c.value) for r in self.rules
                                    for c in rule_constants(r) if c.type == "symbol"))
         if names:
-            self.symbols.encode_many(names)
+            getattr(self.symbols, "encode_few", self.symbols.encode_many)(names)
 
     def _evaluate_stratum(self, s: Stratum) -> StratumStats:
         t0 = time.perf_counter()

@@ -16,9 +16,6 @@ import pyarrow.compute as pc
 
 from .records import RecordTable
 
-FEW = 4096  # a batch of at most this many distinct values is remembered in the look-up dict
-HASHED_BATCHES = 8  # batches of few values served by a pass over all symbols before the dict
-
 
 class SymbolTable:
     """The dictionary of one reasoner (implements ``gpu_engine.ir.SymbolTable``)."""
@@ -27,12 +24,11 @@ class SymbolTable:
         # symbol -> id of every symbol with an id below ``_indexed``; completed on the first
         # look-up of a single symbol it does not hold (:meth:`_lookup`), so that a batch
         # load that looks up no single symbol never builds a Python dict of every symbol
-        # (LUBM(50): 1.1 M symbols, 1.2 s).  ``_known``: symbols above it that batches of
-        # few values looked up (a program's constants are encoded as one such batch).
+        # (LUBM(50): 1.1 M symbols, 1.2 s).  ``_known``: symbols above it that
+        # :meth:`encode_few` looked up (a program's constants).
         self._index: dict[str, int] = {}
         self._known: dict[str, int] = {}
         self._indexed = 0
-        self._hashed = 0  # batches of few values looked up by a pass (HASHED_BATCHES)
         self._n = 0  # symbols in the dictionary (ids 0 .. _n - 1)
         self._chunks: list[pa.Array] = []
         self._values: pa.Array | None = pa.array([], type=pa.string())
@@ -139,18 +135,26 @@ class SymbolTable:
         return self._encode_distinct(
             enc.dictionary, enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
 
-    def _encode_distinct(self, uniq: pa.Array, indices: np.ndarray) -> np.ndarray:
+    def encode_few(self, symbols: list[str]) -> np.ndarray:
+        """Encode a few symbols (a program's constants) without completing the look-up
+        dict: when most of the dictionary is not in it, one pass over the symbols probes
+        a hash of the few, and the dict remembers them."""
+        enc = pa.array(symbols, type=pa.string()).dictionary_encode()
+        return self._encode_distinct(
+            enc.dictionary, enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+            scan=True)
+
+    def _encode_distinct(self, uniq: pa.Array, indices: np.ndarray, scan: bool = False
+                         ) -> np.ndarray:
         """The ids of ``uniq[indices]`` (``uniq``: distinct strings), giving the next ids
-        to the strings not in the dictionary."""
+        to the strings not in the dictionary (``scan``: :meth:`encode_few`)."""
         ids = np.empty(len(uniq), dtype=np.int64)
         few = 8 * len(uniq) < self._n  # few values: dictionary look-ups beat hashing all
-        scan = (few and self._n - self._indexed > 8 * len(uniq)
-                and self._hashed < HASHED_BATCHES)
+        scan = scan and few and self._n - self._indexed > 8 * len(uniq)
         if not self._n:
             new_mask = np.ones(len(uniq), dtype=bool)
         elif scan:  # completing the dict would cost more: a pass over the symbols that
-            self._hashed += 1  # probes a hash of the few (the first few such batches)
-            values = self.values()
+            values = self.values()  # probes a hash of the few
             at = np.flatnonzero(pc.is_in(values, value_set=uniq).to_numpy(
                 zero_copy_only=False))
             ids[:] = -1
@@ -175,7 +179,7 @@ class SymbolTable:
             self._chunks.append(new_vals)
             self._values = None
             self._order = None
-        if len(uniq) <= FEW and self._indexed < self._n:  # few values: remembered
+        if scan:  # remembered for single look-ups
             self._known.update(zip(uniq.to_pylist(), ids.tolist()))
         return ids[indices]
 

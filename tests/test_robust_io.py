@@ -367,40 +367,34 @@ def test_symbol_columns_encoded_by_chunk_as_one_at_a_time(tmp_path: Path) -> Non
 
 def test_the_symbol_lookup_dict_is_built_on_the_first_single_lookup() -> None:
     """Bulk encoding adds symbols without a Python dict entry; a single look-up (find,
-    encode, a batch of few values) completes the dict first, and truncation forgets
-    symbols whether or not the dict has learnt them."""
+    encode, a batch of few values) completes the dict first; ``encode_few`` (a program's
+    constants) finds its symbols by a pass and remembers them; truncation forgets symbols
+    whether or not the dict has learnt them."""
     from gpu_engine.host.dictionary import SymbolTable
 
     t = SymbolTable()
     assert t.encode("x") == 0
-    assert t.encode_many(pa.array(["y", "z", "x", "w"])).tolist() == [1, 2, 0, 3]
-    assert len(t) == 4 and t._indexed == 1  # y, z, w: not in the dict, but remembered
-    assert t.find("z") == 2 and t._indexed == 1
-    assert t.encode_many(pa.array([f"n{i}" for i in range(5000)]))[0] == 4  # not remembered
-    assert t.find("n1") == 5 and t._indexed == 5004  # a look-up of a symbol it lacks
-    t.truncate(4)
-    assert len(t) == 4 and t.find("n1") is None and t.find("z") == 2
-    assert t.encode_many(pa.chunked_array([["q"], ["r", "q"]])).tolist() == [4, 5, 4]
-    t.truncate(5)  # r: never in the dict
-    assert len(t) == 5 and t.find("r") is None and t.find("q") == 4
-    t.truncate(2)  # z, w, q: in the dict
-    assert t.find("w") is None and t.find("q") is None and t.encode("w") == 2
-    assert t.encode_many(pa.array(["w", "v"])).tolist() == [2, 3]  # few values: the dict
-    assert t.decode_many([0, 1, 2, 3]) == ["x", "y", "w", "v"]
+    assert t.encode_many(pa.array([f"n{i}" for i in range(200)]))[0] == 1
+    assert len(t) == 201 and t._indexed == 1  # not in the dict yet
+    assert t.encode_few(["n5", "new", "x", "n5"]).tolist() == [6, 201, 0, 6]
+    assert t._indexed == 1 and t.find("new") == 201 and t.encode("n5") == 6
+    assert t._indexed == 1 and len(t) == 202  # answered from what encode_few remembered
+    assert t.find("n1") == 2 and t._indexed == 202  # a look-up of a symbol it lacks
+    t.encode_many(pa.array([f"m{i}" for i in range(100)]))
+    assert t.encode_many(pa.array(["m7", "z"])).tolist() == [209, 302]  # few: the dict
+    assert t._indexed == 302  # z: learnt at the next completion
+    t.encode_many(pa.chunked_array([["q"], ["r", "q"]]))
+    t.truncate(304)  # r: never in the dict
+    assert len(t) == 304 and t.find("r") is None and t.find("q") == 303
+    t.truncate(201)  # new, m*, z, q: in the dict
+    assert t.find("new") is None and t.find("q") is None and t.encode("w") == 201
+    fresh = SymbolTable()
+    fresh.encode_many(pa.array([f"k{i}" for i in range(100)]))
+    assert fresh.encode_few(["k3", "k4"]).tolist() == [3, 4]
+    fresh.truncate(4)  # k4: remembered by encode_few, forgotten here
+    assert fresh.find("k4") is None and fresh.encode("k4") == 4
+    assert t.decode_many([0, 1, 201]) == ["x", "n0", "w"]
     u = SymbolTable.from_values(t.values())
-    assert len(u) == 4 and u._indexed == 0 and u.find("v") == 3 and u.encode("s") == 4
+    assert len(u) == 202 and u._indexed == 0 and u.find("w") == 201 and u.encode("s") == 202
     with pytest.raises(ValueError, match="duplicate"):
         SymbolTable.from_values(pa.array(["a", "b", "a"]))
-
-
-def test_batches_of_few_symbols_scan_until_the_lookup_dict_pays() -> None:
-    from gpu_engine.host import dictionary as D
-
-    t = D.SymbolTable()
-    t.encode_many(pa.array([f"b{i}" for i in range(1000)]))
-    for k in range(D.HASHED_BATCHES):  # a pass over the symbols, no dict
-        assert t.encode_many(pa.array([f"b{k}", "new", f"b{k + 500}"])).tolist() == [
-            k, 1000, k + 500]
-        assert t._indexed == 0 and len(t) == 1001
-    assert t.encode_many(pa.array(["b999", "x"])).tolist() == [999, 1001]
-    assert t._indexed == 1001  # the dict, built at last

@@ -294,9 +294,10 @@ class Engine:
         return stats
 
     def _encode_constants(self) -> None:
-        """The rules' symbol constants encoded as one batch before evaluation, which
-        encodes them one at a time: the host dictionary then knows them without building
-        a look-up dict of every symbol it holds (``host/dictionary.py``)."""
+        """Encode the rules' symbol constants as one batch (``encode_few``) before the
+        evaluation looks them up one at a time: the host dictionary then answers those
+        look-ups without building a dict of every symbol it holds
+        (``host/dictionary.py``)."""
         names = list(dict.fromkeys(str(c.value) for r in self.rules
                                    for c in rule_constants(r) if c.type == "symbol"))
         if names:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import cpu_memory
+from .numba_args import column_tuple
 from .numba_cache import CACHE
 
 try:
@@ -198,8 +199,8 @@ def expand_gather(lo: np.ndarray, counts: np.ndarray, ends: np.ndarray, base: in
     step = (total + chunks - 1) // chunks
     first_row = np.searchsorted(ends, np.arange(chunks, dtype=np.int64) * step, side="right")
     dummy = np.zeros(1, dtype=np.int64)  # Numba needs a typed tuple even when empty
-    pcols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in probe_cols) or (dummy,)
-    bcols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in build_cols) or (dummy,)
+    pcols = column_tuple(probe_cols) or (dummy,)
+    bcols = column_tuple(build_cols) or (dummy,)
     pouts = [np.empty(total, dtype=np.int64) for _ in probe_cols]
     bouts = [np.empty(total, dtype=np.int64) for _ in build_cols]
     _expand_gather(np.ascontiguousarray(lo), counts, ends, first_row, base, chunks,
@@ -295,7 +296,7 @@ if AVAILABLE:
 
 def pack_probe(cols, offsets, widths, shifts) -> np.ndarray:
     """keys.pack_probe in one parallel pass: -1 for a row with a value outside the layout."""
-    cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
+    cols = column_tuple(cols)
     out = np.empty(len(cols[0]), dtype=np.int64)
     _pack_probe(cols, np.asarray(offsets, dtype=np.int64), np.asarray(widths, dtype=np.int64),
                 np.asarray(shifts, dtype=np.int64), out)
@@ -312,7 +313,7 @@ def probe_dense(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.n
 
 def pack(cols, offsets, shifts) -> np.ndarray:
     """``sum((c - off) << sh)`` over the columns, in one parallel pass (see keys.pack)."""
-    cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
+    cols = column_tuple(cols)
     out = np.empty(len(cols[0]), dtype=np.int64)
     _pack(cols, np.asarray(offsets, dtype=np.int64), np.asarray(shifts, dtype=np.int64), out)
     return out

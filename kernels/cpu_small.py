@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .numba_args import column_tuple
 from .numba_cache import CACHE
 
 try:
@@ -322,23 +323,23 @@ def isin(needles: Any, keys: Any) -> Any:
 def contains_packed(cols: tuple[Any, ...], spec: Any, keys: Any) -> Any:
     """Mask: which rows (columns ``cols``) occur in sorted ``keys`` packed with ``spec``
     (rows with a value outside the layout occur nowhere)."""
-    return _contains_packed(cols, spec.offsets, spec.widths, spec.shifts, keys)
+    return _contains_packed(column_tuple(cols), spec.offsets, spec.widths, spec.shifts, keys)
 
 
 def ranges(cols: tuple[Any, ...]) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every (non-empty) column, as Python ints."""
-    lo, hi = _ranges(cols)
+    lo, hi = _ranges(column_tuple(cols))
     return lo.tolist(), hi.tolist()
 
 
 def pack_probe(cols: tuple[Any, ...], spec: Any) -> Any:
     """``kernels.keys.pack_probe``: keys packed with ``spec``, -1 for rows outside it."""
-    return _pack_probe(cols, spec.offsets, spec.widths, spec.shifts)
+    return _pack_probe(column_tuple(cols), spec.offsets, spec.widths, spec.shifts)
 
 
 def pack(cols: tuple[Any, ...], spec: Any) -> Any:
     """``kernels.keys.pack``: columns whose values fit ``spec`` packed into keys."""
-    return _pack(cols, spec.offsets, spec.shifts)
+    return _pack(column_tuple(cols), spec.offsets, spec.shifts)
 
 
 def unique(keys: Any, counts: bool = False) -> tuple[Any, Any]:

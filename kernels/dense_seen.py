@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .keys import KeySpec
+from .numba_args import column_tuple
 from .numba_cache import CACHE
 
 try:
@@ -72,7 +73,7 @@ def first_new(bits: np.ndarray, cols: tuple[Any, ...], spec: KeySpec) -> np.ndar
     if not n:
         return out
     off, sh = _layout(spec)
-    m = _first_new(bits, tuple(cols), off, sh, out)
+    m = _first_new(bits, column_tuple(cols), off, sh, out)
     return out[:m].copy() if m < n // 2 else out[:m]
 
 

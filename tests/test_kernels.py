@@ -346,3 +346,50 @@ def test_unique_keys_in_place_equals_a_copy(device):
     got, cnt = (be.to_host(x) for x in sets.unique_keys(be, tmp, True, overwrite=True))
     assert (got == want).all() and (cnt == wcnt).all()
     assert (want == np.unique(vals)).all()
+
+
+def test_kernels_take_read_only_and_strided_columns_beside_writable_ones(parallel_paths):
+    """A tuple of columns that mixes a read-only array (a zero-copy Arrow view) or a
+    strided column of a 2-D array with writable contiguous ones: the compiled kernels
+    (parallel, small-input, bitmap) give the array operations' results."""
+    from gpu_engine.kernels import cpu_small
+    from gpu_engine.kernels import dense_seen as D
+    from gpu_engine.kernels.numba_args import column_tuple
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(9)
+    grid = rng.integers(0, 50, (6000, 2)).astype(np.int64)
+    ro = grid[:, 0].copy()
+    ro.flags.writeable = False
+    for a, b in ((ro, grid[:, 1].copy()), (grid[:, 0], grid[:, 1].copy()), (ro, grid[:, 1])):
+        spec = keys.make_spec([0, 0], [49, 49])
+        want = (a.astype(np.int64) << spec.shifts[0]) | (b << spec.shifts[1])
+        assert np.array_equal(keys.pack(be, (a, b), spec), want)
+        assert np.array_equal(cpu_small.pack((a, b), spec), want)
+        assert np.array_equal(keys.pack_probe(be, (a, b), spec), want)
+        assert cpu_small.ranges((a, b)) == ([int(a.min()), int(b.min())],
+                                            [int(a.max()), int(b.max())])
+        assert cpu_small.contains_packed((a, b), spec, np.unique(want)).all()
+        if D.AVAILABLE:
+            got = D.first_new(D.empty(spec), (a, b), spec)
+            assert np.array_equal(np.sort(got), np.unique(want))
+    same = (grid[:, 0].copy(), grid[:, 1].copy())
+    assert all(x is y for x, y in zip(column_tuple(same), same))  # no copies when uniform
+
+
+def test_a_fact_file_of_symbols_and_numbers_loads_through_the_parallel_kernels(
+        parallel_paths, tmp_path):
+    """Arrow's number column is a read-only view, the symbol ids a writable array: the
+    parallel packing of the loaded rows took the mixed tuple (it failed to compile for
+    it, which crashed loading a file of over 2^21 such rows)."""
+    from gpu_engine.host.cli import main
+
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "r.facts").write_text("".join(f"s{i % 100}\t{i}\n" for i in range(6000)))
+    (tmp_path / "m.dl").write_text(".decl r(a: symbol, n: number)\n.input r\n"
+                                   ".decl q(a: symbol, n: number)\nq(a, n) :- r(a, n), n < 10.\n"
+                                   ".output q\n")
+    rc = main(["run", str(tmp_path / "m.dl"), "-F", str(tmp_path / "f"), "-D",
+               str(tmp_path / "o"), "--quiet", "--device", "cpu"])
+    assert rc == 0
+    assert len((tmp_path / "o" / "q.csv").read_text().splitlines()) == 10

@@ -97,21 +97,23 @@ class DenseAbsorb:
         """A bitmap of ``cur`` over a box that holds its rows and ``[mins, maxs]``
         (``grow``: the previous box was too small; every column gets a spare bit)."""
         self.sets.pop(name, None)
+
+        def box(lo: list[int], hi: list[int], headroom: int = 0) -> K.KeySpec | None:
+            spec = K.make_spec(lo, hi, headroom=headroom)
+            return spec if spec is not None and bits_k.fits(spec, len(cur) + n) else None
+
         lo, hi = list(mins), list(maxs)
         for run in cur.runs:  # a box too large already: no pass over the relation
             a, b = run.first_column_range()
             lo[0], hi[0] = min(lo[0], a), max(hi[0], b)
-        spec = K.make_spec(lo, hi)
-        if spec is None or not bits_k.fits(spec, len(cur) + n):
+        if box(lo, hi) is None or any(run.spec is None for run in cur.runs):
             return None
         for run in cur.runs:
-            if run.spec is None:
-                return None
             rlo, rhi = bits_k.field_ranges(run.keys, run.spec)
             lo = [min(a, b) for a, b in zip(lo, rlo)]
             hi = [max(a, b) for a, b in zip(hi, rhi)]
-        spec = K.make_spec(lo, hi, headroom=1 if grow else 0)
-        if spec is None or not bits_k.fits(spec, len(cur) + n):
+        spec = box(lo, hi, headroom=1 if grow else 0)
+        if spec is None:
             return None
         bits = bits_k.empty(spec)
         for run in cur.runs:

@@ -92,23 +92,18 @@ class SymbolTable:
     # --- encoding -------------------------------------------------------------------
 
     def find(self, symbol: str) -> int | None:
-        """The id of ``symbol``, or ``None`` when it is not in the dictionary (no insert)."""
+        """The id of ``symbol``, or ``None`` when it is not in the dictionary (no insert;
+        a miss leaves the look-up dict complete)."""
         sid = self._index.get(symbol)
         if sid is None:
             sid = self._known.get(symbol)
         return sid if sid is not None else self._lookup().get(symbol)
 
     def encode(self, symbol: str) -> int:
-        sid = self._index.get(symbol)
-        if sid is None:
-            sid = self._known.get(symbol)
-        if sid is not None:
-            return sid
-        index = self._lookup()
-        sid = index.get(symbol)
-        if sid is None:
+        sid = self.find(symbol)
+        if sid is None:  # find completed the dict: the new symbol extends it
             sid = self._n
-            index[symbol] = sid
+            self._index[symbol] = sid
             self._n = self._indexed = sid + 1
             self._chunks.append(pa.array([symbol], type=pa.string()))
             self._values = None

@@ -47,8 +47,10 @@ def empty(spec: KeySpec) -> np.ndarray:
     return np.zeros(((1 << sum(spec.widths)) + 63) >> 6, dtype=np.uint64)
 
 
-def _layout(spec: KeySpec) -> tuple[np.ndarray, np.ndarray]:
-    return (np.asarray(spec.offsets, dtype=np.int64), np.asarray(spec.shifts, dtype=np.int64))
+def _layout(spec: KeySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Offsets, shifts and field masks of a key layout, as kernel arguments."""
+    return (np.asarray(spec.offsets, dtype=np.int64), np.asarray(spec.shifts, dtype=np.int64),
+            np.asarray([(1 << w) - 1 for w in spec.widths], dtype=np.int64))
 
 
 def mark_keys(bits: np.ndarray, keys: np.ndarray, src: KeySpec, spec: KeySpec) -> None:
@@ -59,9 +61,8 @@ def mark_keys(bits: np.ndarray, keys: np.ndarray, src: KeySpec, spec: KeySpec) -
     if src == spec:
         _mark_keys(bits, keys)
         return
-    s_off, s_sh = _layout(src)
-    off, sh = _layout(spec)
-    masks = np.asarray([(1 << w) - 1 for w in src.widths], dtype=np.int64)
+    s_off, s_sh, masks = _layout(src)
+    off, sh, _ = _layout(spec)
     _mark_repacked(bits, keys, s_sh, masks, s_off - off, sh)
 
 
@@ -72,7 +73,7 @@ def first_new(bits: np.ndarray, cols: tuple[Any, ...], spec: KeySpec) -> np.ndar
     out = np.empty(n, dtype=np.int64)  # pages are touched only where written
     if not n:
         return out
-    off, sh = _layout(spec)
+    off, sh, _ = _layout(spec)
     m = _first_new(bits, column_tuple(cols), off, sh, out)
     return out[:m].copy() if m < n // 2 else out[:m]
 
@@ -80,8 +81,7 @@ def first_new(bits: np.ndarray, cols: tuple[Any, ...], spec: KeySpec) -> np.ndar
 def field_ranges(keys: np.ndarray, spec: KeySpec) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every column of non-empty packed keys, without unpacking
     them (one pass)."""
-    off, sh = _layout(spec)
-    masks = np.asarray([(1 << w) - 1 for w in spec.widths], dtype=np.int64)
+    _, sh, masks = _layout(spec)
     lo, hi = _field_ranges(keys, sh, masks)
     return ([int(v) + o for v, o in zip(lo, spec.offsets)],
             [int(v) + o for v, o in zip(hi, spec.offsets)])

@@ -153,7 +153,9 @@ class RowSet:
         """Sorted positions of the rows whose column ``p`` holds one of ``values``
         (sorted, distinct): through the join index on the column (cached; the first
         column's costs no sort) when it exists or ``flag`` is None, else by ``flag`` (a
-        mask over the dictionary, true at ``values``) gathered along the column."""
+        mask over the dictionary, true at ``values``) gathered along the column, until
+        such reads have read the run :data:`SCAN_BUDGET` times (:meth:`_scan_instead`);
+        values outside the column's range, or missing from its bitset, read nothing."""
         from gpu_engine.kernels.join import expand, probe
 
         xp = self.be.xp
@@ -173,9 +175,10 @@ class RowSet:
         if ji is None and flag is not None and p:
             if len(values) <= BITS_VALUES and not self._may_hold(p, values):
                 return xp.zeros(0, dtype=INDEX)
-            if small.on(self.be):  # one compiled pass
-                return small.flagged(self.cols[p], flag)
-            return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
+            if self._scan_instead(p):
+                if small.on(self.be):  # one compiled pass
+                    return small.flagged(self.cols[p], flag)
+                return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
         ji = self.index((p,))
         if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
             return xp.flatnonzero(S.isin_sorted(self.be, self.cols[p], values)).astype(INDEX)
@@ -221,10 +224,42 @@ class RowSet:
             self._indexes[key] = hit
         return None if hit < 0 else hit
 
+    def column_range(self, p: int) -> tuple[int, int]:
+        """(min, max) of column ``p`` as host ints (one pass, cached; (0, -1) when
+        empty)."""
+        if p == 0 and self.n:
+            return self.first_column_range()
+        key = ("range", p)
+        rng = self._indexes.get(key)
+        if rng is None:
+            if not self.n:
+                rng = (0, -1)
+            else:
+                mins, maxs = K.column_ranges(self.be, (self.cols[p],))
+                rng = (mins[0], maxs[0])
+            self._indexes[key] = rng
+        return rng
+
+    def _scan_instead(self, p: int) -> bool:
+        """Whether later column ``p`` is read (and the read counted) rather than
+        indexed: until reads of it have read the run :data:`SCAN_BUDGET` times, then
+        the index is built and kept (ski rental, shared by :meth:`positions_with` and
+        :meth:`index_for`)."""
+        sk = ("scanned", ((p,), (), ()))
+        done = self._indexes.get(sk, 0)
+        if done >= SCAN_BUDGET * self.n:
+            return False
+        self._indexes[sk] = done + self.n
+        return True
+
     def _may_hold(self, p: int, values: Any) -> bool:
-        """Whether column ``p`` may hold one of ``values`` (read in :meth:`value_bits`;
-        True where there is no bitset), so that a few values are looked for in a large
-        run without reading the column."""
+        """Whether column ``p`` may hold one of ``values`` (its range, then
+        :meth:`value_bits`; True where there is no bitset), so that a few values are
+        looked for in a large run without reading the column."""
+        if self.n >= BITS_ROWS:
+            lo, hi = self.column_range(p)
+            if not bool(((values >= lo) & (values <= hi)).any()):
+                return False
         bits = self.value_bits(p)
         if bits is None:
             return True
@@ -466,6 +501,14 @@ class RowSet:
         if not key_pos:
             idx = JoinIndex(xp.zeros(nsel, dtype=INDEX),
                             rows if rows is not None else xp.arange(nsel, dtype=INDEX), None)
+        elif key_pos == tuple(range(len(key_pos))) and self.spec is not None:
+            # a prefix of the columns: the rows' keys, shifted, are its key in order (no
+            # pass over the columns for their ranges, no packing)
+            keys = self.keys if rows is None else self.keys[rows]
+            shift = self.spec.shifts[len(key_pos) - 1]
+            idx = JoinIndex(keys >> shift if shift else keys,
+                            rows if rows is not None else xp.arange(nsel, dtype=INDEX),
+                            self.spec.prefix(len(key_pos)))
         else:
             mins, maxs = K.column_ranges(be, kcols)
             spec = K.make_spec(mins, maxs)
@@ -480,8 +523,7 @@ class RowSet:
             if prefix:  # lexicographic order of the rows already sorts the prefix key
                 order = None
             else:
-                order = S.argsort_keys(be, kk)
-                kk = kk[order]
+                kk, order = S.sort_with_order(be, kk)
             base = rows if rows is not None else xp.arange(nsel, dtype=INDEX)
             idx = JoinIndex(kk, base if order is None else base[order], spec)
         self._indexes[ck] = idx
@@ -504,17 +546,14 @@ class RowSet:
         if (len(key_pos) != 1 or key_pos == (0,) or consts or equal or n_probe > SCAN_PROBES
                 or self.n < SCAN_ROWS or self.be.is_gpu):
             return self.index(key_pos, consts, equal)
-        sk = ("scanned", ck)
-        done = self._indexes.get(sk, 0)
-        if done >= SCAN_BUDGET * self.n:
+        p = key_pos[0]
+        if not self._scan_instead(p):
             return self.index(key_pos, consts, equal)
         be, xp = self.be, self.be.xp
         vals = S.unique_keys(be, probe_cols[0])
         spec = K.make_spec([int(vals[0])], [int(vals[-1])]) if len(vals) else None
         if spec is None:
             return self.index(key_pos, consts, equal)
-        self._indexes[sk] = done + self.n
-        p = key_pos[0]
         lo, hi = int(vals[0]), int(vals[-1])
         if lo >= 0 and not self._may_hold(p, vals):
             rows = xp.zeros(0, dtype=INDEX)

@@ -41,7 +41,15 @@ def dense_offsets(be: Backend, sorted_keys: Any, max_span: int) -> Any | None:
     top = be.scalar(sorted_keys[-1])
     if be.scalar(sorted_keys[0]) < 0 or top + 1 > max_span:
         return None
-    return xp.searchsorted(sorted_keys, xp.arange(top + 2, dtype=INDEX)).astype(INDEX)
+    if be.is_gpu:
+        return xp.searchsorted(sorted_keys, xp.arange(top + 2, dtype=INDEX)).astype(INDEX)
+    # the running count of the keys below each value: a count and a prefix sum, O(n +
+    # span), where a binary search per value costs (span) log n (1.27 M keys of 207 k
+    # values: 5.5 -> 1.9 ms)
+    off = xp.empty(top + 2, dtype=INDEX)
+    off[0] = 0
+    xp.cumsum(xp.bincount(sorted_keys, minlength=top + 1), out=off[1:])
+    return off
 
 
 def probe_dense(be: Backend, probe_keys: Any, offsets: Any) -> tuple[Any, Any]:

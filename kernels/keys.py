@@ -36,12 +36,19 @@ class KeySpec:
             for lo, hi, off, w in zip(mins, maxs, self.offsets, self.widths)
         )
 
+    def prefix(self, k: int) -> KeySpec:
+        """The layout of the first ``k`` columns alone: their key is ``key >> shifts[k - 1]``
+        of a key under this layout."""
+        base = self.shifts[k - 1]
+        return KeySpec(self.offsets[:k], self.widths[:k],
+                       tuple(s - base for s in self.shifts[:k]))
+
 
 def column_ranges(be: Backend, cols: Columns) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every (non-empty) column, as Python ints."""
     if not cols or len(cols[0]) == 0:
         return [0] * len(cols), [0] * len(cols)
-    if _small.use(be, len(cols[0])):
+    if _small.use(be, len(cols[0])) or _small.on(be):  # one compiled pass
         return _small.ranges(tuple(cols))
     if not be.is_gpu:  # NumPy reductions return host scalars: no stacking needed
         return [int(c.min()) for c in cols], [int(c.max()) for c in cols]

@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - numba is a dependency
 MIN_ROWS = 1 << 13  # below this NumPy's sort is as fast
 PARALLEL_MIN = 1 << 20  # from this many keys the passes run chunk-parallel
 DIGIT_BITS = 11  # a digit's histogram (2,048 counters) stays in the first-level cache
+DENSE_SPAN = 2  # keys spanning at most this many values a key: a counting sort
 
 
 def use(be: Any, n: int) -> bool:
@@ -107,7 +108,49 @@ def sort(keys: np.ndarray, overwrite: bool = False) -> np.ndarray:
     return src  # some pass ran: the keys' smallest and largest differ in some digit
 
 
+def dense(n: int, span: int) -> bool:
+    """Whether ``n`` keys spanning ``span`` values (largest - smallest + 1) are sorted
+    with their order by :func:`counting_sort_with_order`."""
+    return 0 < span <= DENSE_SPAN * n
+
+
+def counting_sort_with_order(keys: np.ndarray, lo: int, span: int
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """``keys`` (int64, all in ``[lo, lo + span)``) sorted, and the stable permutation
+    that sorts them, by a counting sort: a histogram, its prefix sums, one scatter of
+    the row numbers and a fill of the sorted keys, O(n + span).  For keys of a dense
+    range (dictionary ids in a later column: 1.27 M values of 326 k ids, 6.5 ms against
+    13.6 ms for the radix sort of ``key << b | row``)."""
+    return _counting(np.ascontiguousarray(keys, dtype=np.int64), lo, span)
+
+
 if AVAILABLE:
+
+    @njit(cache=CACHE, nogil=True)
+    def _counting(keys: np.ndarray, lo: int, span: int) -> tuple[np.ndarray, np.ndarray]:
+        n = keys.shape[0]
+        at = np.zeros(span + 1, dtype=np.int64)
+        for i in range(n):
+            at[keys[i] - lo + 1] += 1
+        for v in range(span):  # at[v]: where the keys of value lo + v start
+            at[v + 1] += at[v]
+        order = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            v = keys[i] - lo
+            order[at[v]] = i
+            at[v] += 1
+        out = np.zeros(n, dtype=np.int64)  # the sorted keys: steps where a value starts,
+        prev = 0  # then their running sum
+        for v in range(span):  # at[v] now ends the keys of value lo + v
+            first = at[v - 1] if v else 0
+            if at[v] > first:
+                out[first] += v - prev
+                prev = v
+        acc = lo
+        for j in range(n):
+            acc += out[j]
+            out[j] = acc
+        return out, order
 
     @njit(cache=CACHE, nogil=True)
     def _histograms(keys: np.ndarray, lo: int, passes: int, digit: int) -> np.ndarray:

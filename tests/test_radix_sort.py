@@ -100,3 +100,27 @@ def test_set_operations_through_the_radix_sort(radix_on):
         nearly = np.sort(keys)
         nearly[::97] = rng.integers(0, top, len(nearly[::97]))  # a few out of place
         assert (S.sort_values(be, nearly.copy()) == np.sort(nearly)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-30, 30), min_size=1, max_size=300), st.integers(-(1 << 40), 1 << 40))
+def test_counting_sort_is_the_stable_sort(keys, shift):
+    keys = np.array(keys, dtype=np.int64) + shift
+    lo, hi = int(keys.min()), int(keys.max())
+    got, order = R.counting_sort_with_order(keys, lo, hi - lo + 1)
+    want = np.argsort(keys, kind="stable")
+    assert got.dtype == np.int64 and order.dtype == np.int64
+    assert (order == want).all() and (got == keys[want]).all()
+
+
+def test_dense_keys_take_the_counting_sort(radix_on, monkeypatch):
+    be = get_backend("cpu")
+    keys = np.random.default_rng(5).integers(7, 7 + 500, 400).astype(np.int64)
+    assert R.dense(len(keys), 500) and not R.dense(len(keys), 801)
+    calls = []
+    real = R.counting_sort_with_order
+    monkeypatch.setattr(R, "counting_sort_with_order",
+                        lambda *a: calls.append(1) or real(*a))
+    sk, order = S.sort_with_order(be, keys)
+    assert calls and (order == np.argsort(keys, kind="stable")).all()
+    assert (sk == np.sort(keys)).all()

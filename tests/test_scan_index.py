@@ -109,3 +109,60 @@ def check_updates(r, program, data, algorithms: list[str]) -> None:
         expected = reference(with_facts(program, explicit))
         problems = check_state(r, program, explicit, expected, algorithm)
         assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prefix_index_from_the_keys(seed):
+    """An index on a prefix of the columns is the rows' keys shifted (no packing): the
+    same matches as brute force, with and without constants, and CSR offsets equal to
+    a binary search per value."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(seed)
+    lo = -30 if seed % 2 else 0
+    cols = tuple(rng.integers(lo, hi, 4000) for hi in (60, 200, 1 << 30))
+    rs = RowSet.from_columns(be, cols, 3)
+    c = [np.asarray(x) for x in rs.cols]
+    for k in (1, 2, 3):
+        for consts in ((), ((2, int(c[2][7])),), ((1, int(c[1][3])),)):
+            idx = rs.index(tuple(range(k)), consts)
+            assert idx.spec is not None and len(idx.spec.offsets) == k
+            probe = [np.concatenate([x[rng.integers(0, len(rs), 40)],
+                                     rng.integers(lo - 3, 70, 10)]) for x in c[:k]]
+            lo_, cnt = J.probe(be, K.pack_probe(be, probe, idx.spec), idx.sorted_keys)
+            pi, at = J.expand(be, lo_, cnt)
+            got = sorted(zip(pi.tolist(), idx.rows[at].tolist()))
+            ok = np.ones(len(rs), dtype=bool)
+            for p, v in consts:
+                ok &= c[p] == v
+            want = sorted((i, int(r)) for i in range(len(probe[0]))
+                          for r in np.flatnonzero(ok & np.all(
+                              [c[j] == probe[j][i] for j in range(k)], axis=0)))
+            assert got == want
+            off = idx.offsets(be)
+            if off is not None:
+                keys = idx.sorted_keys
+                assert (off == np.searchsorted(keys, np.arange(int(keys[-1]) + 2))).all()
+
+
+def test_flag_reads_then_the_index(monkeypatch):
+    """A later column looked up by a flag is read until the reads add up to
+    SCAN_BUDGET runs, then indexed; values outside the column's range read nothing.
+    The positions are the same either way."""
+    monkeypatch.setattr(RS, "BITS_ROWS", 16)
+    be = get_backend("cpu")
+    rng = np.random.default_rng(9)
+    cols = (rng.integers(0, 500, 5000), rng.integers(100, 400, 5000))
+    rs = RowSet.from_columns(be, cols, 2)
+    col = np.asarray(rs.cols[1])
+    flag = np.zeros(1000, dtype=bool)
+    outside = np.array([3, 450], dtype=np.int64)
+    flag[outside] = True
+    assert len(rs.positions_with(1, outside, flag)) == 0
+    assert ("scanned", ((1,), (), ())) not in rs._indexes  # the range answered
+    vals = np.unique(col[[5, 77, 4000]])
+    flag[:] = False
+    flag[vals] = True
+    want = np.flatnonzero(np.isin(col, vals))
+    for i in range(RS.SCAN_BUDGET + 1):
+        assert (rs.positions_with(1, vals, flag) == want).all()
+        assert (((1,), (), ()) in rs._indexes) == (i >= RS.SCAN_BUDGET)

@@ -140,6 +140,10 @@ def test_flagged_equals_the_array_passes(kernels_on) -> None:
         want = np.flatnonzero(inside & flag[np.clip(d, 0, m - 1)])
         _same(small.flagged(col, flag, lo), want)
     assert len(small.flagged(col[:0], np.ones(3, dtype=bool), 0)) == 0
+    assert len(small.flagged(col, np.zeros(0, dtype=bool), 0)) == 0  # an empty flag
+    sparse = np.zeros(405, dtype=bool)  # a few hits, in blocks far apart
+    sparse[[col[7] + 5, col[19_999] + 5]] = True
+    _same(small.flagged(col, sparse, -5), np.flatnonzero(sparse[col + 5]))
     # a run's rows with flagged values in a later column, and a scan through index_for,
     # are the same with the kernels on and off
     be = get_backend("cpu")

@@ -254,12 +254,10 @@ if AVAILABLE:
     @njit(cache=CACHE, nogil=True)
     def _value_bits(col: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
         lo = hi = col[0]
-        for i in range(col.shape[0]):
+        for i in range(col.shape[0]):  # branch-free: the loop vectorises
             v = col[i]
-            if v < lo:
-                lo = v
-            if v > hi:
-                hi = v
+            lo = min(lo, v)
+            hi = max(hi, v)
         if lo < 0 or hi + 1 > limit:
             return np.zeros(0, dtype=np.uint8), False
         out = np.zeros((hi + 8) >> 3, dtype=np.uint8)

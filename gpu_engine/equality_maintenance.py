@@ -695,11 +695,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             be, (classes.members, classes.offsets, sizes), x_reps, in_place=True))
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
+    nothing = {n: RunSet.empty(be, arity[n]) for n in rels}  # immutable: shared by rounds
     for n in rels:
         d = union_rows(be, arity[n], parts[n])
         d = keep[n].new_rows(d) if len(d) else d
         store[n] = keep[n].append(d) if len(d) else keep[n]
-        start[n] = RunSet.of(d) if len(d) else RunSet.empty(be, arity[n])
+        start[n] = RunSet.of(d) if len(d) else nothing[n]
     engine.store = store
     stratum = SimpleNamespace(relations=rels)
     rstats: dict[int, RuleStats] = defaultdict(lambda: RuleStats("dred≈", Location()))
@@ -739,7 +740,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     engine._fire(rule, sources, outputs, rstats, dl[atoms[p].relation])
             prev = {n: engine.store[n] for n in rels}
             dl = {n: RunSet.of(engine._absorb(n, outputs[n], recursive=True)) if outputs[n]
-                  else RunSet.empty(be, arity[n]) for n in rels}
+                  else nothing[n] for n in rels}
             prev, dl, cur, full = engine._merge(stratum, prev, dl, rules, cur, rstats)
             added.append(dl)
     finally:

@@ -177,8 +177,12 @@ class RowSet:
                 return xp.zeros(0, dtype=INDEX)
             if self._scan_instead(p):
                 if small.on(self.be):  # one compiled pass
-                    return small.flagged(self.cols[p], flag)
-                return xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
+                    got = small.flagged(self.cols[p], flag)
+                else:
+                    got = xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
+                if not len(got):
+                    self._indexes[("missed", p)] = True
+                return got
         ji = self.index((p,))
         if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
             return xp.flatnonzero(S.isin_sorted(self.be, self.cols[p], values)).astype(INDEX)
@@ -255,11 +259,15 @@ class RowSet:
     def _may_hold(self, p: int, values: Any) -> bool:
         """Whether column ``p`` may hold one of ``values`` (its range, then
         :meth:`value_bits`; True where there is no bitset), so that a few values are
-        looked for in a large run without reading the column."""
+        looked for in a large run without reading the column.  The bitset, which costs
+        about two reads of the column, is built once a read of it has found none of the
+        values looked for (a column whose look-ups find rows never needs it)."""
         if self.n >= BITS_ROWS:
             lo, hi = self.column_range(p)
             if not bool(((values >= lo) & (values <= hi)).any()):
                 return False
+            if ("bits", p) not in self._indexes and ("missed", p) not in self._indexes:
+                return True
         bits = self.value_bits(p)
         if bits is None:
             return True
@@ -568,6 +576,8 @@ class RowSet:
                 rows = xp.flatnonzero(flag[d] & (col >= lo) & (col <= hi)).astype(INDEX)
         else:
             rows = xp.flatnonzero(S.isin_sorted(be, self.cols[p], vals)).astype(INDEX)
+        if not len(rows):
+            self._indexes[("missed", p)] = True
         kk = K.pack(be, [self.cols[p][rows]], spec)
         order = S.argsort_keys(be, kk)
         return JoinIndex(kk[order], rows[order], spec)

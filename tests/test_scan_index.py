@@ -166,3 +166,15 @@ def test_flag_reads_then_the_index(monkeypatch):
     for i in range(RS.SCAN_BUDGET + 1):
         assert (rs.positions_with(1, vals, flag) == want).all()
         assert (((1,), (), ()) in rs._indexes) == (i >= RS.SCAN_BUDGET)
+    assert ("bits", 1) not in rs._indexes  # every read found rows: no bitset
+    # a read that finds none of the values builds the bitset at the next look-up, which
+    # then answers without reading the column
+    rs = RowSet.from_columns(be, (cols[0], 2 * cols[1]), 2)  # even values only
+    absent = np.array([301, 503], dtype=np.int64)
+    flag[:] = False
+    flag[absent] = True
+    assert len(rs.positions_with(1, absent, flag)) == 0
+    assert ("bits", 1) not in rs._indexes and ("missed", 1) in rs._indexes
+    assert len(rs.positions_with(1, absent, flag)) == 0
+    assert ("bits", 1) in rs._indexes
+    assert rs._indexes[("scanned", ((1,), (), ()))] == rs.n  # one read only

@@ -36,11 +36,13 @@ def occurrences(engine: Any, store: dict[str, RunSet]) -> Any:
     """The counts for the live rows of ``store``: those kept on the engine when they were
     left for this store, else one pass over its counted columns."""
     hit = kept(engine, store)
-    if hit is not None:
-        return hit
-    dom = counted(engine)
     xp = engine.be.xp
     size = len(engine.rho())
+    if hit is not None:
+        if len(hit) < size:  # ids given since, in no counted row (add_rows grows for those)
+            hit = xp.concatenate([hit, xp.zeros(size - len(hit), dtype=hit.dtype)])
+        return hit
+    dom = counted(engine)
     counts = xp.zeros(size, dtype=xp.int64)
     for sets, sign in ((lambda rs: rs.runs, 1), (lambda rs: rs.dead, -1)):
         cols = [run.cols[p] for n, pos in dom.items() for run in sets(store[n]) for p in pos]

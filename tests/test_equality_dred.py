@@ -170,3 +170,14 @@ def test_occurrence_counts_follow_other_updates() -> None:
 
     rec = run_sequence(10401, steps=3, paths_run=("dred_eq", "remat"))
     assert rec["disagreements"] == [], rec
+
+
+def test_occurrence_counts_cover_new_ids() -> None:
+    """Regression (fuzz seed 350013): an update gave a new symbol an id, which went
+    into the equality relation only (not counted), and a later deletion of its
+    reflexive row read the occurrence counts kept from before at that id (an index
+    past their end)."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(350013, steps=6, paths_run=("dred_eq", "auto", "remat"))
+    assert rec["disagreements"] == [], rec

@@ -712,6 +712,14 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             (rho2 != xp.arange(len(rho2), dtype=INDEX)).any()):
         engine.eq_stats["merge_rounds"] = 1  # ρ' is not the identity: _absorb normalises
     merges = engine.eq_stats["merge_rounds"]
+    # A deletion without insertions derives only facts of D again: I is closed under the
+    # rules, and an instance over rows of I′ (under ρ′, whose classes only split ρ's, or
+    # re-merge pieces of them) has an image under ρ that is an instance over I, so its
+    # head is in I; a head holding a member of an exploded class has its image holding
+    # the representative, a row the explosion put in D.  The rules of a relation with no
+    # fact in D derive nothing new, and the rounds skip them.
+    settled = frozenset() if any(len(e_plus[n]) for n in rels) else frozenset(
+        n for n in rels if not len(D[n]))
     try:
         prev, dl, cur, full = engine._merge(stratum, dict(keep), start, rules, new_norm,
                                            rstats)
@@ -727,6 +735,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     seen = {id(r) for r in pick}
                     pick = [r for r in cur if id(r) in full or id(r) in seen]
             for rule in pick:
+                if rule.head.relation in settled:
+                    continue
                 atoms = _atoms(rule)
                 fp = engine._functional.get(id(rule))
                 if fp is not None:  # Mat≈'s star per group (gpu_engine.equality)

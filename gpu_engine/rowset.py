@@ -257,13 +257,18 @@ class RowSet:
         return True
 
     def _may_hold(self, p: int, values: Any) -> bool:
-        """Whether column ``p`` may hold one of ``values`` (its range, then
-        :meth:`value_bits`; True where there is no bitset), so that a few values are
-        looked for in a large run without reading the column.  The bitset, which costs
-        about two reads of the column, is built once a read of it has found none of the
-        values looked for (a column whose look-ups find rows never needs it)."""
+        """Whether column ``p`` may hold one of ``values`` (the column's range in the
+        rows' key layout, which costs nothing, or its range; then :meth:`value_bits`;
+        True where there is no bitset), so that a few values are looked for in a large
+        run without reading the column.  The bitset, which costs about two reads of the
+        column, is built once a read of it has found none of the values looked for (a
+        column whose look-ups find rows never needs it)."""
         if self.n >= BITS_ROWS:
-            lo, hi = self.column_range(p)
+            if self.spec is not None:  # every value of the column fits its bit field
+                lo = self.spec.offsets[p]
+                hi = lo + (1 << self.spec.widths[p]) - 1
+            else:
+                lo, hi = self.column_range(p)
             if not bool(((values >= lo) & (values <= hi)).any()):
                 return False
             if ("bits", p) not in self._indexes and ("missed", p) not in self._indexes:

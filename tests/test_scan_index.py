@@ -154,8 +154,8 @@ def test_flag_reads_then_the_index(monkeypatch):
     cols = (rng.integers(0, 500, 5000), rng.integers(100, 400, 5000))
     rs = RowSet.from_columns(be, cols, 2)
     col = np.asarray(rs.cols[1])
-    flag = np.zeros(1000, dtype=bool)
-    outside = np.array([3, 450], dtype=np.int64)
+    flag = np.zeros(4096, dtype=bool)
+    outside = np.array([3, 3000], dtype=np.int64)  # outside the key layout's [100, 1123]
     flag[outside] = True
     assert len(rs.positions_with(1, outside, flag)) == 0
     assert ("scanned", ((1,), (), ())) not in rs._indexes  # the range answered

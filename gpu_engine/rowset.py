@@ -266,7 +266,7 @@ class RowSet:
         if self.n >= BITS_ROWS:
             if self.spec is not None:  # every value of the column fits its bit field
                 lo = self.spec.offsets[p]
-                hi = lo + (1 << self.spec.widths[p]) - 1
+                hi = min(lo + (1 << self.spec.widths[p]) - 1, (1 << 63) - 1)
             else:
                 lo, hi = self.column_range(p)
             if not bool(((values >= lo) & (values <= hi)).any()):

@@ -48,7 +48,8 @@ def column_ranges(be: Backend, cols: Columns) -> tuple[list[int], list[int]]:
     """Minimum and maximum of every (non-empty) column, as Python ints."""
     if not cols or len(cols[0]) == 0:
         return [0] * len(cols), [0] * len(cols)
-    if _small.use(be, len(cols[0])) or _small.on(be):  # one compiled pass
+    if _small.use(be, len(cols[0])) or (_small.on(be) and all(  # one compiled pass
+            c.dtype == INDEX and c.flags.c_contiguous for c in cols)):  # (no copies)
         return _small.ranges(tuple(cols))
     if not be.is_gpu:  # NumPy reductions return host scalars: no stacking needed
         return [int(c.min()) for c in cols], [int(c.max()) for c in cols]

@@ -176,13 +176,7 @@ class RowSet:
             if len(values) <= BITS_VALUES and not self._may_hold(p, values):
                 return xp.zeros(0, dtype=INDEX)
             if self._scan_instead(p):
-                if small.on(self.be):  # one compiled pass
-                    got = small.flagged(self.cols[p], flag)
-                else:
-                    got = xp.flatnonzero(flag[self.cols[p]]).astype(INDEX)
-                if not len(got):
-                    self._indexes[("missed", p)] = True
-                return got
+                return self._read_flagged(p, flag)
         ji = self.index((p,))
         if ji.spec is None or ji.sorted_keys is None:  # ranked index: a pass
             return xp.flatnonzero(S.isin_sorted(self.be, self.cols[p], values)).astype(INDEX)
@@ -571,21 +565,30 @@ class RowSet:
         if lo >= 0 and not self._may_hold(p, vals):
             rows = xp.zeros(0, dtype=INDEX)
         elif hi - lo < 4 * self.n:  # a flag over the probed values' range
-            col = self.cols[p]
             flag = xp.zeros(hi - lo + 1, dtype=bool)
             flag[vals - lo] = True
-            if small.on(be):  # one compiled pass
-                rows = small.flagged(col, flag, lo)
-            else:
-                d = xp.clip(col - lo, 0, hi - lo)
-                rows = xp.flatnonzero(flag[d] & (col >= lo) & (col <= hi)).astype(INDEX)
+            rows = self._read_flagged(p, flag, lo)
         else:
             rows = xp.flatnonzero(S.isin_sorted(be, self.cols[p], vals)).astype(INDEX)
-        if not len(rows):
+            if not len(rows):
+                self._indexes[("missed", p)] = True
+        kk, order = S.sort_with_order(be, K.pack(be, [self.cols[p][rows]], spec))
+        return JoinIndex(kk, rows[order], spec)
+
+    def _read_flagged(self, p: int, flag: Any, lo: int = 0) -> Any:
+        """Sorted positions of the rows whose column ``p`` holds a value ``v`` with
+        ``flag[v - lo]``, by one read of the column; a read that finds none is noted,
+        so that the column's bitset is built at the next look-up (:meth:`_may_hold`)."""
+        xp, col = self.be.xp, self.cols[p]
+        if small.on(self.be):  # one compiled pass
+            got = small.flagged(col, flag, lo)
+        else:
+            top = len(flag) - 1
+            d = xp.clip(col - lo, 0, top)
+            got = xp.flatnonzero(flag[d] & (col >= lo) & (col <= lo + top)).astype(INDEX)
+        if not len(got):
             self._indexes[("missed", p)] = True
-        kk = K.pack(be, [self.cols[p][rows]], spec)
-        order = S.argsort_keys(be, kk)
-        return JoinIndex(kk[order], rows[order], spec)
+        return got
 
 
 SCAN_PROBES = 64  # index_for: at most this many probe rows ...

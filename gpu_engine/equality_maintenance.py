@@ -6,9 +6,17 @@ the classes whose merges lost a derivation.  This module implements that DRed≈
 rewritten relations of an :class:`~gpu_engine.equality.EqualityEngine`; every pass is a
 columnar rule evaluation, the control is per round.
 
-1. **Overdeletion in normal form** (seminaive, all rules at once, the program has no
-   negation): ΔD starts as π(E⁻); every rule instance with one body atom in ΔD and the
-   others in I derives a head that joins D.  Rules are normalised by the old ρ.
+1. **Overdeletion in normal form** (seminaive, the program has no negation): ΔD starts
+   as π(E⁻); every rule instance with one body atom in ΔD and the others in I derives a
+   head that joins D.  Rules are normalised by the old ρ.  The rounds run stratum by
+   stratum, as paper 000's DRed (Algorithm 1) does: first, all at once, the strata up to
+   the equality's (block 0, where classes explode), then each stratum above it in order.
+   Above block 0, a candidate that holds no exploded class and has a one-step derivation
+   over the lower strata's I \\ D (final by then; a rule whose body reads only lower
+   strata, not the equality, with the same normal form under ρ′ as under ρ) holds in I′:
+   it stays out of D, and so do the consequences that only it would have overdeleted.
+   This is the rederivation of step 3 moved before the propagation, where it stops
+   DRed's overdelete-then-rederive cascade through the upper strata.
 2. **Explosion.**  When an instance of a rule whose head is an equality ``same(s, t)``
    with ``s`` and ``t`` not the same term is overdeleted, its head normalises to
    ``same(c, c)``; if ``c``'s class has two or more members the merge may have lost its
@@ -75,6 +83,10 @@ from .stats import RuleStats, UpdateStats
 from .views import View
 
 ALGORITHMS = ("auto", "remat", "dred_eq", "bf_eq")
+# overdeletion stratum by stratum above the equality's strata, keeping out of D the facts
+# a one-step derivation over the strata below proves (False: every rule at once)
+STRATA = True
+
 BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs Mat≈ rounds)
 LARGE_UPDATE = 0.1  # auto: deletions beyond this fraction of |E| rematerialise at once
@@ -498,6 +510,76 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
     engine.store[eq] = engine.store[eq].append(engine.store[eq].new_rows(d))
 
 
+
+def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
+               ) -> tuple[list[tuple[str, ...]], dict[str, int], dict[int, list[int]]]:
+    """DRed≈'s overdeletion order: block 0 holds the strata up to the equality's (and
+    relations in no stratum), where classes explode; then one block per stratum above it,
+    in the engine's order.  With it, per block, the positions in ``rules`` of the rules
+    that may prove its facts (:func:`_provers`: a head in the block, every body atom over
+    a lower block and not over the equality relation), fewer body atoms first.  Kept on
+    the engine per list of strata and rules."""
+    hit = engine.__dict__.get("_od_blocks")
+    if (hit is not None and hit[0] is engine.strata and hit[1] is engine.rules
+            and hit[2] == STRATA):
+        return hit[3], hit[4], hit[5]
+    upper = [tuple(s.relations) for s in engine.strata
+             if STRATA and s.index > engine.eq_stratum]
+    above = {n for b in upper for n in b}
+    blocks = [tuple(n for n in rels if n not in above), *upper]
+    block_of = {n: k for k, b in enumerate(blocks) for n in b}
+    eq = engine.equality.relation
+    provers: dict[int, list[int]] = defaultdict(list)
+    for i, r in enumerate(rules):
+        k = block_of.get(r.head.relation, 0)
+        if k and all(isinstance(lit, Atom) and lit.relation != eq
+                     and block_of.get(lit.relation, k) < k
+                     for lit in r.body if not isinstance(lit, Compare)):
+            provers[k].append(i)
+    for ps in provers.values():
+        ps.sort(key=lambda i: len(rules[i].body))
+    engine._od_blocks = (engine.strata, engine.rules, STRATA, blocks, block_of, dict(provers))
+    return blocks, block_of, dict(provers)
+
+
+class _Kept(dict):
+    """I \\ D by relation, each built when first read and again once D changed."""
+
+    def __init__(self, store: dict[str, RunSet], D: dict[str, RowSet]) -> None:
+        super().__init__()
+        self.store, self.D, self.of = store, D, {}
+
+    def __missing__(self, n: str) -> RunSet:
+        return self._get(n)
+
+    def __getitem__(self, n: str) -> RunSet:
+        hit = self.of.get(n)
+        if hit is not None and hit[0] is self.D[n]:
+            return hit[1]
+        return self._get(n)
+
+    def _get(self, n: str) -> RunSet:
+        d = self.D[n]
+        v = self.store[n].without(d) if len(d) else self.store[n]
+        self.of[n] = (d, v)
+        return v
+
+
+def _provers(at: list[int], od_norm: list[Rule], new_norm: list[Rule], facts: dict
+             ) -> dict[str, list[Rule]]:
+    """The rules that prove a fact of a stratum block survives the update, by head
+    relation: those at positions ``at`` (:func:`_od_blocks`: body over lower blocks, final
+    once the block is reached) whose heads are normal when derived and whose normal form
+    is the same under ρ′ as under ρ, in their normal form under ρ."""
+    out: dict[str, list[Rule]] = {}
+    for i in at:
+        old, new = od_norm[i], new_norm[i]
+        if facts[id(old)].flows or (old is not new and old != new):
+            continue
+        out.setdefault(old.head.relation, []).append(old)
+    return out
+
+
 def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             new_e: dict[str, RunSet], stats: UpdateStats, budget: float | None,
             seconds: float | None = None) -> None:
@@ -534,6 +616,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     D: dict[str, RowSet] = {n: RowSet.empty(be, arity[n]) for n in rels}
     delta: dict[str, list[RowSet]] = {n: [] for n in rels}
 
+    lazy: dict[str, Any] = {}  # ρ′ and the rules under it, once the explosions are over
+
     def explode(reps: Any) -> None:
         if not len(reps):
             return
@@ -541,6 +625,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         reps = reps[(sizes[reps] > 1) & ~exploded[reps]]
         if not len(reps):
             return
+        assert not lazy, "a class exploded after ρ′ was fixed"
         exploded[reps] = True
         flag = xp.zeros(len(rho), dtype=bool)  # read along later columns without index
         flag[reps] = True
@@ -578,22 +663,80 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]}
     views = {n: View.of(old_store[n]) for n in rels}
     version = views.__getitem__
+    blocks, block_of, at = _od_blocks(engine, rels, rules)
+    keep = _Kept(old_store, D)
+
+    def after_explosions() -> dict[str, Any]:
+        if not lazy:
+            lazy["x_reps"] = x_reps = xp.flatnonzero(exploded).astype(INDEX)
+            lazy["x_members"] = x_members = classes.members[
+                expand(be, classes.offsets[x_reps], sizes[x_reps])[1]]
+            rho2 = rho
+            if len(x_members):
+                rho2 = rho.copy()
+                rho2[x_members] = x_members
+            lazy["rho2"] = rho2
+            lazy["new_norm"] = _normal_rules(engine, rules, rho2)
+            lazy["provers"] = {}
+        return lazy
+
+    def survivors(k: int, dd: dict[str, RowSet]) -> dict[str, RowSet]:
+        """ΔD of stratum block ``k`` less the facts with a one-step derivation over the
+        lower strata's I \\ D (final: no explosion happens above the equality's block)."""
+        lz = after_explosions()
+        provers = lz["provers"].get(k)
+        if provers is None:
+            provers = lz["provers"][k] = _provers(at.get(k, ()), od_norm, lz["new_norm"], facts)
+        out = {}
+        for n, d in dd.items():
+            ps = provers.get(n)
+            if ps:
+                pos = dom.get(n, ())
+                free = xp.ones(len(d), dtype=bool)
+                for p in pos:  # rows holding an exploded class are renormalised: they go
+                    free &= ~exploded[d.cols[p]]
+                rest = xp.flatnonzero(free)
+                gone = None
+                for rule in ps:
+                    if not len(rest):
+                        break
+                    hit, matched = _backward(ev, rule, d.take(rest), keep, old_store.__getitem__)
+                    stats.backward += matched
+                    if bool(hit.any()):
+                        if gone is None:
+                            gone = xp.zeros(len(d), dtype=bool)
+                        gone[rest[hit]] = True
+                        rest = rest[~hit]
+                if gone is not None:
+                    kept[0] += int(gone.sum())
+                    d = d.select(~gone)
+            if len(d):
+                out[n] = d
+        return out
+
+    kept = [0]  # facts a one-step check kept out of D
     while True:
+        pend = [block_of[n] for n in rels if delta[n]]
+        if not pend:
+            break
+        k = min(pend)  # the lowest stratum block first (paper 000 Algorithm 1's order)
         dd: dict[str, RowSet] = {}
-        for n in rels:
+        for n in blocks[k]:
             if delta[n]:
                 d = union_rows(be, arity[n], delta[n])
+                delta[n] = []
                 d = d.select(~D[n].contains(d.cols)) if len(D[n]) and len(d) else d
                 if len(d):
                     dd[n] = d
+        if k and dd:
+            dd = survivors(k, dd)
         if not dd:
-            break
+            continue
         for n, d in dd.items():
             D[n] = D[n].merge(d) if len(D[n]) else d
             overdeleted += len(d)
         pending[0] = 0
         check(0)
-        delta = {n: [] for n in rels}
         ddr = {n: RunSet.of(d) for n, d in dd.items()}
         # Π⟦I : ΔD⟧ of the rules reading ΔD (found through the relations they read; a
         # one-atom rule is a filter of ΔD: gpu_engine.affected)
@@ -619,17 +762,14 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     continue
             delta[hn].append(h)
             if id(rule) in eq_heads:
+                assert block_of[hn] == 0, "an equality derived above its block"
                 explode(h[0])
     stats.overdeleted = overdeleted
     # --- 2. ρ' and I \ D -------------------------------------------------------------------
     # the members of exploded classes become their own representatives
-    x_reps = xp.flatnonzero(exploded).astype(INDEX)
-    x_members = classes.members[expand(be, classes.offsets[x_reps], sizes[x_reps])[1]]
-    rho2 = rho
-    if len(x_members):
-        rho2 = rho.copy()
-        rho2[x_members] = x_members
-    keep = {n: old_store[n].without(D[n]) if len(D[n]) else old_store[n] for n in rels}
+    lz = after_explosions()
+    x_reps, x_members, rho2 = lz["x_reps"], lz["x_members"], lz["rho2"]
+    keep = {n: keep[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
     for n in rels:  # (a) explicit facts whose normal form is doubtful, and E⁺
@@ -646,7 +786,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 parts[n].append(_rows_of(be, gather(cand.cols, pos, rho2), arity[n]))
         if len(e_plus[n]):
             parts[n].append(_rows_of(be, gather(e_plus[n].cols, pos, rho2), arity[n]))
-    new_norm = _normal_rules(engine, rules, rho2)
+    new_norm = lz["new_norm"]
     old_norm = od_norm[:len(rules)]
     todo = dict(D)  # the facts of D no rule has rederived yet: (b) checks only these
     # rules with fewer body atoms first: their look-ups are cheaper, and what they
@@ -786,3 +926,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                       f"{stats.backward:,} instances checked backwards")
     else:
         stats.note = f"DRed≈: no class split; {stats.backward:,} instances checked backwards"
+    if kept[0]:
+        stats.note += (f"; {kept[0]:,} facts kept out of D (a one-step derivation over "
+                       "the strata below)")

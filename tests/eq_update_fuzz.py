@@ -108,7 +108,7 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) 
     paths = {p: _fresh(rules_text, facts) for p in paths_run}
     some = paths["remat"] if "remat" in paths else next(iter(paths.values()))
     record: dict = {"seed": seed, "steps": 0, "disagreements": [], "paths": {},
-                    "exploded": 0, "normal_form_dred": 0}
+                    "exploded": 0, "normal_form_dred": 0, "kept_by_strata": 0}
     deleted: list[tuple[str, Row]] = []
     for step in range(steps):
         ins, dele = _step(rng, case.kinds, facts, deleted, some)
@@ -124,6 +124,8 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) 
                 record["exploded"] += 1
             if st.note.startswith("DRed≈ in normal form"):  # gpu_engine.equality_dred
                 record["normal_form_dred"] += 1
+            if "kept out of D" in st.note:  # DRed≈'s overdeletion by strata kept facts
+                record["kept_by_strata"] += 1
         for n in case.kinds:
             facts[n] = (facts[n] - dele[n]) | ins[n]
         record["steps"] = step + 1
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bad = 0
     paths: dict[str, int] = {}
-    exploded = normal = 0
+    exploded = normal = kept = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
             rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")))
@@ -165,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                 paths[k] = paths.get(k, 0) + v
             exploded += rec["exploded"]
             normal += rec["normal_form_dred"]
+            kept += rec["kept_by_strata"]
             bad += bool(rec["disagreements"])
             if rec["disagreements"]:
                 print(f"seed {seed}: {rec['disagreements'][:3]}", flush=True)
@@ -174,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                    "disagreeing_sequences": bad, "updates_by_path": paths,
                    "updates_that_split_classes": exploded,
                    "dred_in_normal_form": normal,
+                   "dred_kept_by_strata": kept,
                    "seconds": round(time.perf_counter() - t0, 1)}
         f.write(json.dumps(summary) + "\n")
     print(json.dumps(summary))

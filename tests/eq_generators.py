@@ -43,8 +43,11 @@ def _render(v: object) -> str:
     return f'"{v}"' if isinstance(v, str) else str(v)
 
 
-def equality_program(seed: int) -> EqCase:
-    """One generated program (see the module docstring)."""
+def equality_program(seed: int, layered: bool = False) -> EqCase:
+    """One generated program (see the module docstring).  ``layered`` adds two or three
+    relations above the equality's strata (nothing that derives an equality reads them),
+    each with several rules, constants and sometimes recursion, drawn from a second
+    generator so that the base program of a seed is the same either way."""
     rng = random.Random(seed)
     kinds: dict[str, tuple[str, ...]] = {"same": ("D", "D")}
     for i in range(rng.randint(2, 4)):
@@ -75,7 +78,8 @@ def equality_program(seed: int) -> EqCase:
         counter[0] += 1
         return Var(f"v{counter[0]}")
 
-    def body_atom(name: str, scope: dict[str, list[Var]], const_p: float = 0.15) -> Atom:
+    def body_atom(name: str, scope: dict[str, list[Var]], const_p: float = 0.15,
+                  rng: random.Random = rng) -> Atom:
         args = []
         for k in kinds[name]:
             if rng.random() < const_p:
@@ -88,7 +92,8 @@ def equality_program(seed: int) -> EqCase:
                 args.append(v)
         return Atom(name, tuple(args))
 
-    def head_atom(name: str, scope: dict[str, list[Var]]) -> Atom | None:
+    def head_atom(name: str, scope: dict[str, list[Var]],
+                  rng: random.Random = rng) -> Atom | None:
         args = []
         for k in kinds[name]:
             if scope[k] and rng.random() < 0.9:
@@ -142,6 +147,27 @@ def equality_program(seed: int) -> EqCase:
         if head is None:
             continue
         rules.append(Rule(head, body))
+    if layered:  # strata above the equality's, several derivations per fact
+        lr = random.Random(seed * 7919 + 1)
+        below = list(names)
+        for j in range(lr.randint(2, 3)):
+            name = f"u{j}"
+            kinds[name] = tuple(lr.choice(("D", "D", "O")) for _ in range(lr.randint(1, 2)))
+            if "D" not in kinds[name]:
+                kinds[name] = ("D",) + kinds[name][1:]
+            facts[name] = {tuple(_value(lr, k) for k in kinds[name])
+                           for _ in range(lr.randint(0, 2))}
+            for _ in range(lr.randint(2, 4)):
+                scope = {"D": [], "O": [], "number": []}
+                body = tuple(body_atom(n, scope, 0.1, lr)
+                             for n in lr.sample(below, k=min(lr.randint(1, 2), len(below))))
+                head = head_atom(name, scope, lr)
+                if head is not None:
+                    rules.append(Rule(head, body))
+            if len(kinds[name]) == 2 and kinds[name][0] == kinds[name][1] and lr.random() < 0.5:
+                x, y, z = Var("x"), Var("y"), Var("z")
+                rules.append(Rule(Atom(name, (x, z)), (Atom(name, (x, y)), Atom(name, (y, z)))))
+            below.append(name)
     relations = tuple(Relation(n, tuple(NUMBER if k == "number" else SYMBOL for k in cols))
                       for n, cols in kinds.items())
     lines = [".type D <: symbol", ".type O <: symbol"]

@@ -94,10 +94,11 @@ def _step(rng: random.Random, kinds: dict[str, tuple[str, ...]], facts: Facts,
     return ins, dele
 
 
-def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS) -> dict:
+def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
+                 layered: bool = False) -> dict:
     """One sequence on the update paths ``paths_run``; returns its record
     (``disagreements`` lists what differed)."""
-    case = equality_program(seed)
+    case = equality_program(seed, layered)
     rng = random.Random(seed * 7919 + 1)
     lines = case.text.splitlines()
     rules_text = "\n".join(x for x in lines if not FACT_LINE.match(x) or ":-" in x) + "\n"
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--paths", default=",".join(PATHS),
                     help="update paths to run and judge (default: all)")
+    ap.add_argument("--layered", action="store_true",
+                    help="add relations above the equality's strata (eq_generators)")
     ap.add_argument("--out", default="benchmarks/results/fuzz_eq_update.jsonl")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     exploded = normal = kept = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
-            rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")))
+            rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")), args.layered)
             for k, v in rec["paths"].items():
                 paths[k] = paths.get(k, 0) + v
             exploded += rec["exploded"]
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"seed {seed}: {rec['disagreements'][:3]}", flush=True)
             f.write(json.dumps(rec) + "\n")
         summary = {"summary": True, "sequences": args.sequences, "steps": args.steps,
-                   "start": args.start, "paths": args.paths,
+                   "start": args.start, "paths": args.paths, "layered": args.layered,
                    "disagreeing_sequences": bad, "updates_by_path": paths,
                    "updates_that_split_classes": exploded,
                    "dred_in_normal_form": normal,

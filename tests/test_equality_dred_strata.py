@@ -122,3 +122,14 @@ def test_a_survivor_stays_out_of_d(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "kept out of D" in got[True].note, got[True].note
     assert "kept out of D" not in got[False].note
     assert got[True].overdeleted < got[False].overdeleted
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_layered_generated_sequences(seed: int) -> None:
+    """Judge J4 on generated programs with relations above the equality's strata
+    (``eq_generators.equality_program(layered=True)``): every path equals a fresh Remat≈
+    and, expanded, the reference evaluation after every step."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(seed, steps=5, layered=True)
+    assert rec["disagreements"] == [], rec

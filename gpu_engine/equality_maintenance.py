@@ -733,13 +733,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 d = union_rows(be, arity[n], delta[n])
                 delta[n] = []
                 d = d.select(~D[n].contains(d.cols)) if len(D[n]) and len(d) else d
-                if n == eq.relation and len(d):
-                    # same(c, c) of a class of two or more members holds in I′ unless the
-                    # class explodes, and then the explosion deletes it: a derivation of
-                    # it lost (eq-ref of one fact, say) deletes nothing, and does not
-                    # cascade through rules reading it into a false explosion
-                    a, b = d.cols
-                    d = d.select(~((a == b) & (sizes[a] > 1) & ~exploded[a]))
                 if len(d):
                     dd[n] = d
         if k and dd:

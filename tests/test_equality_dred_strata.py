@@ -133,3 +133,16 @@ def test_layered_generated_sequences(seed: int) -> None:
 
     rec = run_sequence(seed, steps=5, layered=True)
     assert rec["disagreements"] == [], rec
+
+
+@pytest.mark.parametrize("seed,layered", [(390548, False), (400590, True)])
+def test_reflexive_rows_can_hold_a_class_together(seed: int, layered: bool) -> None:
+    """Fuzz seeds where a member's place in its class rests on its own reflexive row
+    (``r0(v) :- same(v, v), r0(w)`` feeding ``same(y1, y2) :- r0(y1), r0(y2), ..``):
+    when the member's last fact goes, the lost ``same(m, m)`` must reach the equality
+    rule and explode the class.  Keeping ``same(c, c)`` of a class that had not exploded
+    out of D (tried for OWL 2 RL's eq-ref cascades) got both wrong."""
+    from eq_update_fuzz import run_sequence
+
+    rec = run_sequence(seed, steps=6, layered=layered)
+    assert rec["disagreements"] == [], rec

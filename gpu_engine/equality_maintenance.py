@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from gpu_engine.kernels.backend import INDEX
+from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
 
 from . import equality_occurrences as occ
@@ -75,7 +76,7 @@ from .equality import flows_in, map_constants, reflexive_rules
 from .equality_expand import split_classes
 from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
-from .ir import Atom, Compare, Const, Location, Negation, Rule
+from .ir import Atom, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
 from .runs import RunSet
@@ -511,6 +512,56 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
 
 
 
+def _whole(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
+           eq_rules: list[Rule], dom: dict[str, tuple[int, ...]]) -> Any:
+    """Mask over the classes of ``reps``: whether equalities certain in I′ connect all
+    their members, so that the class holds in I′ and needs no explosion.  Certain: the
+    explicit equalities of E′, and the heads of the equality rules (as written) over
+    facts of E′ (as written) that hold a member where the rule's head variables sit
+    (other atoms read all of E′).  E′ ⊆ I′ and an instance over E′ is one over I′, so
+    these are equalities of I′; a class they leave unconnected may still hold, and
+    explodes as before (DRed≈'s explosion is the conservative reading, brief §1.4)."""
+    be, xp = engine.be, engine.be.xp
+    which, at = expand(be, classes.offsets[reps], classes.sizes[reps])
+    m = classes.members[at]  # grouped by class (``which``)
+    ms = xp.sort(m)
+    flag = xp.zeros(len(classes.rho), dtype=bool)
+    flag[m] = True
+    src: list[Any] = []
+    dst: list[Any] = []
+    eq = engine.equality.relation
+    e = new_e.get(eq)
+    if e is not None and len(e):
+        got = e.rows_with((0, 1), ms, flag=flag)
+        src.append(got.cols[0])
+        dst.append(got.cols[1])
+    for r in eq_rules:
+        head = {t.name for t in r.head.args if isinstance(t, Var)}
+        sources: list[Any] = []
+        for a in (lit for lit in r.body if isinstance(lit, Atom)):
+            e = new_e.get(a.relation)
+            if e is None or not len(e):
+                break
+            pos = tuple(p for p, t in enumerate(a.args) if isinstance(t, Var)
+                        and t.name in head and p in dom.get(a.relation, ()))
+            sources.append(RunSet.of(e.rows_with(pos, ms, flag=flag)) if pos else e)
+        else:
+            for o in engine.evaluator.evaluate(r, sources, {}):
+                if o.n:
+                    src.append(o.cols[0][:o.n])
+                    dst.append(o.cols[1][:o.n])
+    if not src:
+        return xp.zeros(len(reps), dtype=bool)
+    s_, d_ = xp.concatenate(src), xp.concatenate(dst)
+    ls = xp.minimum(xp.searchsorted(ms, s_), len(ms) - 1)
+    ld = xp.minimum(xp.searchsorted(ms, d_), len(ms) - 1)
+    ok = (ms[ls] == s_) & (ms[ld] == d_)
+    label = connected_components(be, ls[ok], ld[ok], len(ms))
+    lab = label[xp.searchsorted(ms, m)]
+    pairs = xp.unique(which.astype(INDEX) * len(ms) + lab)  # distinct (class, component)
+    return xp.bincount(pairs // len(ms), minlength=len(reps)) == 1
+
+
 def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
                ) -> tuple[list[tuple[str, ...]], dict[str, int], dict[int, list[int]],
                           dict[int, int]]:
@@ -618,6 +669,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     classes = Classes(rho, *engine.class_index())
     sizes = classes.sizes
     exploded = xp.zeros(len(rho), dtype=bool)
+    whole = xp.zeros(len(rho), dtype=bool)  # classes that equalities over E′ keep whole
+    # a non-reflexive equality rule: its head terms differ as written (normalised
+    # constants may coincide, as same("e", "g") under e, g ↦ g)
+    eq_heads = {id(n) for r, n in zip(od_rules, od_norm)
+                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]}
+    eq_rules = [r for r, n in zip(od_rules, od_norm) if id(n) in eq_heads]
     D: dict[str, RowSet] = {n: RowSet.empty(be, arity[n]) for n in rels}
     delta: dict[str, list[RowSet]] = {n: [] for n in rels}
 
@@ -627,7 +684,12 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if not len(reps):
             return
         reps = xp.unique(reps)
-        reps = reps[(sizes[reps] > 1) & ~exploded[reps]]
+        reps = reps[(sizes[reps] > 1) & ~exploded[reps] & ~whole[reps]]
+        if not len(reps):
+            return
+        w = _whole(engine, reps, classes, new_e, eq_rules, dom)  # no split for certain
+        whole[reps[w]] = True
+        reps = reps[~w]
         if not len(reps):
             return
         assert not lazy, "a class exploded after ρ′ was fixed"
@@ -662,10 +724,6 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if n == eq.relation:  # a deleted explicit equality a ≈ b, a ≠ b
             a, b = em.cols
             explode(rho[a[a != b]])
-    # a non-reflexive equality rule: its head terms differ as written (normalised
-    # constants may coincide, as same("e", "g") under e, g ↦ g)
-    eq_heads = {id(n) for r, n in zip(od_rules, od_norm)
-                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]}
     views = {n: View.of(old_store[n]) for n in rels}
     version = views.__getitem__
     blocks, block_of, at, proved = _od_blocks(engine, rels, rules)

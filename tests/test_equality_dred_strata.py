@@ -146,3 +146,41 @@ def test_reflexive_rows_can_hold_a_class_together(seed: int, layered: bool) -> N
 
     rec = run_sequence(seed, steps=6, layered=layered)
     assert rec["disagreements"] == [], rec
+
+
+def test_a_class_equalities_of_e_keep_whole_does_not_explode() -> None:
+    """OWL 2 RL with equality (``owl2rl-eq``): deleting a triple of a member loses an
+    eq-ref derivation of ``sameAs(c, c)``, which reaches the equality rule ``sameAs(x,
+    y) :- triple(x, owl:sameAs, y)`` through ``triple(x, owl:sameAs, y) :- sameAs(x,
+    y)`` (255–264 classes exploded per 100 deletions of LUBM(1) dup that split
+    nothing).  The explicit owl:sameAs triple still connects the class, so it does not
+    explode (``_whole``); deleting that triple splits it."""
+    from gpu_engine.host.owl2rl import rule_set
+
+    text = rule_set("owl2rl-eq")
+    same = "<http://www.w3.org/2002/07/owl#sameAs>"
+    kind = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+    triples = [("<a>", "<p>", "<x>"), ("<a>", "<q>", "<y>"), ("<a2>", "<p>", "<z>"),
+               ("<a2>", same, "<a>"), ("<b>", "<p>", "<x>"), ("<a>", kind, "<C>")]
+    r = fresh(text, {"triple": triples}, Reasoner(text, device="cpu"))
+    for gone in [("<a>", "<q>", "<y>"), ("<a>", kind, "<C>"), ("<a2>", same, "<a>")]:
+        st = r.update(delete={"triple": [gone]}, algorithm="dred_eq")
+        triples = [t for t in triples if t != gone]
+        assert same_state(r, fresh(text, {"triple": triples}, r)), (gone, st.note)
+        assert ("exploded" in st.note) == (gone[1] == same), (gone, st.note)
+
+
+def test_a_class_its_explicit_keys_connect_stays_whole(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """{a, g} share keys K and L.  Deleting ``key(a, K)`` loses one derivation of their
+    equality, but the remaining explicit keys still connect them: nothing explodes.
+    Deleting ``key(g, L)`` then leaves them unconnected, and the class explodes."""
+    monkeypatch.setattr(equality_dred, "ENABLED", False)
+    facts = {"key": [("a", "K"), ("g", "K"), ("a", "L"), ("g", "L")],
+             "knows": [("a", "b"), ("g", "c")], "attr": [("g", "1")], "same": []}
+    r = fresh(PROGRAM, facts, Reasoner(PROGRAM, device="cpu"))
+    for gone, splits in [(("a", "K"), False), (("g", "L"), True)]:
+        st = r.update(delete={"key": [gone]}, algorithm="dred_eq")
+        facts["key"] = [k for k in facts["key"] if k != gone]
+        assert same_state(r, fresh(PROGRAM, facts, r)), (gone, st.note)
+        assert ("exploded" in st.note) == splits, (gone, st.note)

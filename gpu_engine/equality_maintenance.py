@@ -23,7 +23,9 @@ columnar rule evaluation, the control is per round.
    justification, so the class is *exploded*: each member stands for itself (γ(d) = d,
    paper lines 9–11 in bulk) and every fact of I with ``c`` in a domain column joins ΔD.
    The same for a deleted explicit equality ``same(a, b)``, a ≠ b.  Reflexive derivations
-   (``same(x, x) :- ...``) never explode a class.  The loop runs to a fixpoint.
+   (``same(x, x) :- ...``) never explode a class, and neither does a class whose members
+   equalities certain in I′ still connect (:func:`_whole`: explicit equalities, and the
+   equality rules over E′).  The loop runs to a fixpoint.
 3. **Rederivation.**  ρ' is ρ with the exploded members reset to themselves; I \\ D is
    normal under both (no fact of it holds an exploded representative).  Into Δ go
    (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺ whose old normal form is in D or that
@@ -509,7 +511,6 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
     eq = engine.equality.relation
     d = RowSet.from_columns(engine.be, (c, c), 2)
     engine.store[eq] = engine.store[eq].append(engine.store[eq].new_rows(d))
-
 
 
 def _whole(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],

@@ -1,8 +1,9 @@
-"""DRed≈'s overdeletion stratum by stratum (gpu_engine/equality_maintenance.py,
-``_od_blocks`` and ``_provers``): above the equality's strata, a candidate with a
-one-step derivation over the lower strata's I \\ D stays out of D.  Random deletions and
-mixed updates on a layered program are judged against a fresh Remat≈ with the same
-dictionary (rewritten rows, expansion and classes)."""
+"""What DRed≈'s overdeletion leaves alone (gpu_engine/equality_maintenance.py): above the
+equality's strata (``_od_blocks``, ``_provers``), a candidate with a one-step derivation
+over the lower strata's I \\ D stays out of D; a class that equalities certain in I′
+still connect does not explode (``_whole``).  Random deletions and mixed updates are
+judged against a fresh Remat≈ with the same dictionary (rewritten rows, expansion and
+classes)."""
 
 from __future__ import annotations
 

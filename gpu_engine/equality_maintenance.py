@@ -598,27 +598,20 @@ def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
     return blocks, block_of, dict(provers), proved
 
 
-class _Kept(dict):
-    """I \\ D by relation, each built when first read and again once D changed."""
+class _Kept:
+    """I \\ D by relation (``kept[n]``), each built when first read and again once D
+    changed."""
 
     def __init__(self, store: dict[str, RunSet], D: dict[str, RowSet]) -> None:
-        super().__init__()
-        self.store, self.D, self.of = store, D, {}
-
-    def __missing__(self, n: str) -> RunSet:
-        return self._get(n)
+        self.store, self.D = store, D
+        self.of: dict[str, tuple[RowSet, RunSet]] = {}  # relation -> (D[n] read, I \ D)
 
     def __getitem__(self, n: str) -> RunSet:
-        hit = self.of.get(n)
-        if hit is not None and hit[0] is self.D[n]:
-            return hit[1]
-        return self._get(n)
-
-    def _get(self, n: str) -> RunSet:
         d = self.D[n]
-        v = self.store[n].without(d) if len(d) else self.store[n]
-        self.of[n] = (d, v)
-        return v
+        hit = self.of.get(n)
+        if hit is None or hit[0] is not d:
+            hit = self.of[n] = (d, self.store[n].without(d) if len(d) else self.store[n])
+        return hit[1]
 
 
 def _provers(at: list[int], od_norm: list[Rule], new_norm: list[Rule], facts: dict,

@@ -80,6 +80,32 @@ def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any,
     return members, offsets, sizes
 
 
+def shrink_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any, gone: Any,
+                   in_place: bool = False) -> tuple[Any, Any, Any]:
+    """The :func:`class_index` of ρ after the members flagged by ``gone`` (a mask over
+    the ids) left the classes of ``reps`` (which keep their representatives) to stand
+    alone: each class's slice of ``members`` keeps its remaining members first, in
+    order (a stable sort of the slices), and the leavers read their own slots of the
+    identity part, as :func:`split_classes` does (DRed≈'s partial split)."""
+    xp = be.xp
+    members, offsets, sizes = index
+    k = len(members) - len(sizes)
+    which, at = expand(be, offsets[reps], sizes[reps])
+    ids = members[at]
+    out = gone[ids]
+    key = ((which.astype(xp.int64) * 2 + out) << 32) | ids.astype(xp.int64)
+    order = xp.argsort(key)  # by class, the remaining members first, each part by id
+    if not in_place:
+        members, offsets, sizes = members.copy(), offsets.copy(), sizes.copy()
+    members[at] = ids[order]
+    sizes[reps] = sizes[reps] - xp.bincount(which[out], minlength=len(reps)).astype(
+        sizes.dtype)
+    left = ids[out]
+    offsets[left] = k + left
+    sizes[left] = 1
+    return members, offsets, sizes
+
+
 def row_counts(be: Backend, cols: tuple[Any, ...], pos: tuple[int, ...], sizes: Any) -> Any:
     """Per rewritten row, the number of rows it stands for (Π of its classes' sizes)."""
     prod = sizes[cols[pos[0]]]

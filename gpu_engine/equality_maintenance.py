@@ -9,27 +9,44 @@ columnar rule evaluation, the control is per round.
 1. **Overdeletion in normal form** (seminaive, the program has no negation): ΔD starts
    as π(E⁻); every rule instance with one body atom in ΔD and the others in I derives a
    head that joins D.  Rules are normalised by the old ρ.  The rounds run stratum by
-   stratum, as paper 000's DRed (Algorithm 1) does: first, all at once, the strata up to
-   the equality's (block 0, where classes explode), then each stratum above it in order.
-   Above block 0, a candidate that holds no exploded class and has a one-step derivation
-   over the lower strata's I \\ D (final by then; a rule whose body reads only lower
-   strata, not the equality, with the same normal form under ρ′ as under ρ) holds in I′:
-   it stays out of D, and so do the consequences that only it would have overdeleted.
-   This is the rederivation of step 3 moved before the propagation, where it stops
-   DRed's overdelete-then-rederive cascade through the upper strata.
+   stratum, as paper 000's DRed (Algorithm 1) does: first, all at once, the relations of
+   the strata up to the equality's that reach the equality relation (block 0, where
+   classes split), then the other relations of those strata (block 1), then each stratum
+   above in order.  Past block 0, a candidate that holds no exploded class holds in I′,
+   stays out of D, and so do the consequences that only it would have overdeleted, when
+   it is the normal form of a fact of E′ holding no leaver (step 2), or has a one-step
+   derivation over the lower blocks' I \\ D (final by then; a rule whose body reads only
+   lower blocks, not the equality, with the same normal form under ρ′ as under ρ).  No
+   rule from these relations reaches an equality, so a fact's normal form is all that
+   counts of it (in block 0 the member a fact holds decides which merges it justifies:
+   ``key(g, k)`` deleted, ``key(h, k)`` kept).  This is the rederivation of step 3 moved
+   before the propagation, where it stops DRed's overdelete-then-rederive cascade.
 2. **Explosion.**  When an instance of a rule whose head is an equality ``same(s, t)``
    with ``s`` and ``t`` not the same term is overdeleted, its head normalises to
    ``same(c, c)``; if ``c``'s class has two or more members the merge may have lost its
-   justification, so the class is *exploded*: each member stands for itself (γ(d) = d,
-   paper lines 9–11 in bulk) and every fact of I with ``c`` in a domain column joins ΔD.
-   The same for a deleted explicit equality ``same(a, b)``, a ≠ b.  Reflexive derivations
-   (``same(x, x) :- ...``) never explode a class, and neither does a class whose members
-   equalities certain in I′ still connect (:func:`_whole`: explicit equalities, and the
-   equality rules over E′).  The loop runs to a fixpoint.
-3. **Rederivation.**  ρ' is ρ with the exploded members reset to themselves; I \\ D is
-   normal under both (no fact of it holds an exploded representative).  Into Δ go
-   (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺ whose old normal form is in D or that
-   hold a member of an exploded class, normalised by ρ'; (b) the facts of D with a
+   justification.  The same for a deleted explicit equality ``same(a, b)``, a ≠ b.
+   Reflexive derivations (``same(x, x) :- ...``) never split a class.  Equalities certain
+   in I′ are collected (:func:`_components`: the explicit equalities of E′, and the
+   equality rules as written over facts of E′); the members they connect to the
+   representative ``c`` stay, the others (the *leavers*) stand for themselves.  A class
+   that keeps every member is whole.  One that loses leavers is *split*: the normal forms
+   of the leavers' explicit facts join ΔD, and ``c``'s other rows stay.  Why this is
+   sound: the certain equalities are taken over E′ less every fact holding a leaver
+   (:func:`_leavers`, a fixpoint; classes judged before later leavers are judged again
+   when block 0 reaches its fixpoint), call it E₁.  In the materialisation of E₁ no
+   leaver occurs in a domain column (no rule takes a merged column from an unmerged one,
+   no leaver is a rule constant: else the class explodes), and the rest of the class is
+   certainly one class, so ρ is right for E₁ on every constant that occurs: this step is
+   DRed from E to E₁ with nothing split, and the leavers' facts of E′ are then inserted
+   (step 3 (a)) under ρ′.  A class explodes instead (each member stands for itself, γ(d)
+   = d, paper lines 9–11 in bulk, and every fact of I with ``c`` in a domain column joins
+   ΔD) when a leaver is a rule constant or a rule takes a merged column from an unmerged
+   one.  The loop runs to a fixpoint.
+3. **Rederivation.**  ρ' is ρ with the leavers and the exploded members reset to
+   themselves; I \\ D is normal under both (no fact of it holds an exploded
+   representative or a leaver).  Into Δ go (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺
+   whose old normal form is in D or that hold a leaver or a member of an exploded class,
+   normalised by ρ'; (b) the facts of D with a
    one-step derivation over I \\ D (rules normalised by ρ', evaluated backwards with the
    head bound, :func:`gpu_engine.affected.rederivable`); (c) every instance over I \\ D
    of the rules whose constants ρ' normalises differently from ρ.
@@ -74,8 +91,8 @@ from . import touch
 from .affected import affected
 from .backward_plan import one_step
 from .engine import _atoms
-from .equality import flows_in, map_constants, reflexive_rules
-from .equality_expand import split_classes
+from .equality import flows_in, map_constants, reflexive_rules, star_edges
+from .equality_expand import shrink_classes, split_classes
 from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
 from .ir import Atom, Compare, Const, Location, Negation, Rule, Var
@@ -89,6 +106,9 @@ ALGORITHMS = ("auto", "remat", "dred_eq", "bf_eq")
 # overdeletion stratum by stratum above the equality's strata, keeping out of D the facts
 # a one-step derivation over the strata below proves (False: every rule at once)
 STRATA = True
+# a class whose lost merge certain equalities still justify for all but some of its
+# members splits off those members only (False: it explodes, every member alone)
+PARTIAL = True
 
 BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
 BUDGET_SPLIT = 0.01  # ... this fraction once a class exploded (re-merging costs Mat≈ rounds)
@@ -100,23 +120,28 @@ BF_MIN_SECONDS = 0.01  # ... but never less than this
 # auto: a deletion touching classes of two or more members runs DRed≈ when none has
 # more than this many members (exploding them costs little: LUBM(10) with duplicates,
 # 10 e-mail deletions, 2-member classes: DRed≈ 0.07 s, B/F≈ 0.20 s; 1,000 deletions touch
-# more than 64 members in all, and B/F≈ ran out of time there), else B/F≈, which
-# checks the facts of a large class rather than deleting and rederiving all of them
-# (the synthetic benchmark's classes of hundreds: B/F≈ 0.6-1.1 s, DRed≈ 0.9-2.1 s)
+# more than 64 members in all, and B/F≈ ran out of time there), or when the large ones
+# lose at most this many members in all to DRed≈'s partial split (the synthetic
+# benchmark's classes of hundreds, one member leaving each: DRed≈ 0.05-0.07 s, B/F≈
+# 0.46 s); else B/F≈, which checks the facts of a large class rather than deleting and
+# rederiving all of them
 SPLIT_MEMBERS = 64
 
 
-def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str, str]:
+def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
+            new_e: dict[str, RunSet]) -> tuple[str, str]:
     """``auto``'s choice for a deletion of ``deleted`` explicit facts: (algorithm, note).
 
     Many deletions (more than :data:`LARGE_UPDATE` of a large E) rematerialise.  A
     deletion that cannot reach an equality (:func:`_may_split`) runs DRed≈.  One that
     may, and touches a class of two or more members or deletes an equality, may split
-    classes: when one of those classes has more than :data:`SPLIT_MEMBERS` members, B/F≈
+    classes: when one of those classes has more than :data:`SPLIT_MEMBERS` members and
+    they would lose more than that many members in all (:func:`_few_leave`), B/F≈
     checks what each split costs and stops past its budget (:data:`BF_BUDGET` of I,
     :data:`BF_TIME` of the last materialisation's time); one that touches only
-    singleton classes or small ones runs DRed≈ (bulk overdeletion, explosion and
-    rederivation, with its own budget).  Either falls back to Remat≈."""
+    singleton classes or small ones, or large ones that few members leave, runs DRed≈
+    (bulk overdeletion, split and rederivation, with its own budget).  Either falls back
+    to Remat≈."""
     n_e = sum(len(e) for e in engine.explicit.values())
     if n_e >= LARGE_E and deleted > LARGE_UPDATE * n_e:
         return "remat", (f"Remat≈ (auto): {deleted:,} deletions are more than "
@@ -138,7 +163,31 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int) -> tuple[str,
         return "dred_eq", ""
     if int(sizes[r].max()) <= SPLIT_MEMBERS:  # small classes: DRed≈ explodes them in
         return "dred_eq", ""  # bulk (many of them too: LUBM(10) dup, 1,000 deletions)
+    if _few_leave(engine, r[sizes[r] > SPLIT_MEMBERS], new_e):
+        return "dred_eq", ""
     return "bf_eq", ""
+
+
+def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
+    """Whether the large classes of ``reps`` would lose at most :data:`SPLIT_MEMBERS`
+    members in all to DRed≈'s partial split (:func:`_leavers` over E′; none of them a
+    rule constant), so that DRed≈ deletes only what those members' facts touch."""
+    eq = engine.equality
+    dom = {n: p for n, p in eq.domain.items() if p}
+    if not PARTIAL or any(_rule_facts(engine, r).flows for r in engine.rules):
+        return False
+    eq_rules = [r for r in engine.rules
+                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]]
+    rho = engine.rho()
+    classes = Classes(rho, *engine.class_index())
+    xp = engine.be.xp
+    _, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom,
+                          xp.zeros(len(rho), dtype=bool))
+    out = m[~keep]
+    if len(out) > SPLIT_MEMBERS:
+        return False
+    ids = [f.ids for f in (_rule_facts(engine, r) for r in engine.rules) if f.ids is not None]
+    return not (ids and bool(np.isin(engine.be.to_host(out), np.concatenate(ids)).any()))
 
 
 
@@ -166,16 +215,7 @@ def reaching(engine: Any, e_minus: dict[str, RowSet]) -> dict[str, Any]:
     out = {n: xp.zeros(len(em), dtype=bool) for n, em in e_minus.items() if len(em)}
     if eq.relation in out:
         out[eq.relation][:] = True
-    feeds = {eq.relation}
-    grew = True
-    while grew:
-        grew = False
-        for r in engine.rules:
-            if r.head.relation in feeds:
-                for a in _atoms(r):
-                    if a.relation not in feeds:
-                        feeds.add(a.relation)
-                        grew = True
+    feeds = _feeds(engine)
     rho = engine.rho()
     syms = engine.evaluator.symbols
     for r in engine.rules:
@@ -292,7 +332,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             stats.note = (f"Remat≈: {'B/F≈' if alg == 'bf_eq' else 'DRed≈'} does not "
                           f"maintain programs with {why}")
         elif alg == "auto":
-            run, stats.note = _choose(engine, e_minus, stats.deleted)
+            run, stats.note = _choose(engine, e_minus, stats.deleted, new_e)
         if run == "bf_eq" and stats.deleted:
             from .equality_bf import OverBudget as BFOverBudget
             from .equality_bf import bf_eq
@@ -513,30 +553,56 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
     engine.store[eq] = engine.store[eq].append(engine.store[eq].new_rows(d))
 
 
-def _whole(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
-           eq_rules: list[Rule], dom: dict[str, tuple[int, ...]]) -> Any:
-    """Mask over the classes of ``reps``: whether equalities certain in I′ connect all
-    their members, so that the class holds in I′ and needs no explosion.  Certain: the
-    explicit equalities of E′, and the heads of the equality rules (as written) over
-    facts of E′ (as written) that hold a member where the rule's head variables sit
-    (other atoms read all of E′).  E′ ⊆ I′ and an instance over E′ is one over I′, so
-    these are equalities of I′; a class they leave unconnected may still hold, and
-    explodes as before (DRed≈'s explosion is the conservative reading, brief §1.4)."""
+def _components(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
+                eq_rules: list[Rule], dom: dict[str, tuple[int, ...]],
+                avoid: Any | None = None) -> tuple[Any, Any, Any]:
+    """For the classes of ``reps``: their members ``m`` (grouped by class, ``which``) and
+    a mask over them, whether equalities certain in I′ connect the member to its class's
+    representative.  Certain: the explicit equalities of E′, and the heads of the
+    equality rules (as written) over facts of E′ (as written) that hold a member where
+    the rule's head variables sit (other atoms read all of E′); with ``avoid`` (a mask
+    over the ids) only over facts of E′ that hold no flagged id in a domain column.  E′ ⊆
+    I′ and an instance over E′ is one over I′, so these are equalities of I′."""
     be, xp = engine.be, engine.be.xp
     which, at = expand(be, classes.offsets[reps], classes.sizes[reps])
     m = classes.members[at]  # grouped by class (``which``)
     ms = xp.sort(m)
     flag = xp.zeros(len(classes.rho), dtype=bool)
     flag[m] = True
+
+    def clean(rel: str, rows: RowSet) -> RowSet:
+        """``rows`` without those holding a flagged id in a domain column."""
+        if avoid is None or not len(rows):
+            return rows
+        bad = xp.zeros(len(rows), dtype=bool)
+        for p in dom.get(rel, ()):
+            bad |= avoid[rows.cols[p]]
+        return rows.select(~bad) if bool(bad.any()) else rows
+
     src: list[Any] = []
     dst: list[Any] = []
     eq = engine.equality.relation
     e = new_e.get(eq)
     if e is not None and len(e):
-        got = e.rows_with((0, 1), ms, flag=flag)
+        got = clean(eq, e.rows_with((0, 1), ms, flag=flag))
         src.append(got.cols[0])
         dst.append(got.cols[1])
+    gone = None if avoid is None else xp.flatnonzero(avoid).astype(INDEX)
     for r in eq_rules:
+        fp = engine._functional.get(id(r))
+        if fp is not None and fp in dom.get(_atoms(r)[0].relation, ()):
+            # same(y1, y2) :- R(x̄, y1), R(x̄, y2): a star per group x̄ connects what the
+            # group's n² heads connect (EqualityEngine._star)
+            a = _atoms(r)[0]
+            e = new_e.get(a.relation)
+            if e is not None and len(e):
+                rows = engine._select_consts(a, clean(a.relation,
+                                                      e.rows_with((fp,), ms, flag=flag)))
+                if len(rows):
+                    (s_, d_), _ = star_edges(be, a, fp, rows, rows)
+                    src.append(s_)
+                    dst.append(d_)
+            continue
         head = {t.name for t in r.head.args if isinstance(t, Var)}
         sources: list[Any] = []
         for a in (lit for lit in r.body if isinstance(lit, Atom)):
@@ -545,30 +611,57 @@ def _whole(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
                 break
             pos = tuple(p for p, t in enumerate(a.args) if isinstance(t, Var)
                         and t.name in head and p in dom.get(a.relation, ()))
-            sources.append(RunSet.of(e.rows_with(pos, ms, flag=flag)) if pos else e)
+            if pos:
+                sources.append(RunSet.of(clean(a.relation, e.rows_with(pos, ms, flag=flag))))
+            elif gone is not None and dom.get(a.relation):
+                bad = e.rows_with(dom[a.relation], gone, flag=avoid)
+                sources.append(e.without(bad) if len(bad) else e)
+            else:
+                sources.append(e)
         else:
             for o in engine.evaluator.evaluate(r, sources, {}):
                 if o.n:
                     src.append(o.cols[0][:o.n])
                     dst.append(o.cols[1][:o.n])
     if not src:
-        return xp.zeros(len(reps), dtype=bool)
+        return which, m, m == reps[which]
     s_, d_ = xp.concatenate(src), xp.concatenate(dst)
     ls = xp.minimum(xp.searchsorted(ms, s_), len(ms) - 1)
     ld = xp.minimum(xp.searchsorted(ms, d_), len(ms) - 1)
     ok = (ms[ls] == s_) & (ms[ld] == d_)
     label = connected_components(be, ls[ok], ld[ok], len(ms))
     lab = label[xp.searchsorted(ms, m)]
-    pairs = xp.unique(which.astype(INDEX) * len(ms) + lab)  # distinct (class, component)
-    return xp.bincount(pairs // len(ms), minlength=len(reps)) == 1
+    return which, m, lab == label[xp.searchsorted(ms, reps)][which]
+
+
+def _leavers(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
+             eq_rules: list[Rule], dom: dict[str, tuple[int, ...]], leaver: Any
+             ) -> tuple[Any, Any, Any]:
+    """:func:`_components` for the classes of ``reps`` over the facts of E′ that hold
+    no leaver: neither one of ``leaver`` (a mask over the ids, left unchanged) nor a
+    member this call finds unconnected to its representative (a fixpoint: leavers only
+    grow).  So the equalities that keep the rest of each class together are certain in
+    the materialisation of E′ less every fact holding a leaver, where leavers occur in
+    no domain column (module docstring, step 2)."""
+    avoid = leaver if bool(leaver.any()) else None
+    while True:
+        which, m, keep = _components(engine, reps, classes, new_e, eq_rules, dom, avoid)
+        out = m[~keep]
+        if not len(out) or (avoid is not None and bool(avoid[out].all())):
+            return which, m, keep
+        avoid = leaver.copy() if avoid is None or avoid is leaver else avoid
+        avoid[out] = True
 
 
 def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
                ) -> tuple[list[tuple[str, ...]], dict[str, int], dict[int, list[int]],
                           dict[int, int]]:
-    """DRed≈'s overdeletion order: block 0 holds the strata up to the equality's (and
-    relations in no stratum), where classes explode; then one block per stratum above it,
-    in the engine's order.  With it, per block, the positions in ``rules`` of the rules
+    """DRed≈'s overdeletion order: block 0 holds the relations of the strata up to the
+    equality's (and relations in no stratum) that reach the equality relation through the
+    rules (:func:`_feeds`), where classes explode; block 1 the other relations of those
+    strata (they read none of block 0's relations but block 0's own, and derive no
+    equality: once block 0 is done, ρ′ is fixed); then one block per stratum above, in
+    the engine's order.  With it, per block, the positions in ``rules`` of the rules
     that may prove its facts (:func:`_provers`: a head in the block, every body atom over
     a lower block and not over the equality relation), fewer body atoms first, and the
     facts each such rule has proved in earlier updates (by position; read to try the
@@ -580,7 +673,9 @@ def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
     upper = [tuple(s.relations) for s in engine.strata
              if STRATA and s.index > engine.eq_stratum]
     above = {n for b in upper for n in b}
-    blocks = [tuple(n for n in rels if n not in above), *upper]
+    feeds = _feeds(engine) if STRATA else set(rels)
+    blocks = [tuple(n for n in rels if n not in above and n in feeds),
+              tuple(n for n in rels if n not in above and n not in feeds), *upper]
     block_of = {n: k for k, b in enumerate(blocks) for n in b}
     eq = engine.equality.relation
     provers: dict[int, list[int]] = defaultdict(list)
@@ -596,6 +691,22 @@ def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
     engine._od_blocks = (engine.strata, engine.rules, STRATA, blocks, block_of, dict(provers),
                          proved)
     return blocks, block_of, dict(provers), proved
+
+
+def _feeds(engine: Any) -> set[str]:
+    """The relations that reach the equality relation through the rules (it included):
+    only their facts' members, not just their normal forms, decide which merges hold."""
+    feeds = {engine.equality.relation}
+    grew = True
+    while grew:
+        grew = False
+        for r in engine.rules:
+            if r.head.relation in feeds:
+                for a in _atoms(r):
+                    if a.relation not in feeds:
+                        feeds.add(a.relation)
+                        grew = True
+    return feeds
 
 
 class _Kept:
@@ -674,27 +785,66 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
 
     lazy: dict[str, Any] = {}  # ρ′ and the rules under it, once the explosions are over
 
-    def explode(reps: Any) -> None:
+    # a class whose lost merge certain equalities still justify for all but some members
+    # (the leavers) keeps the rest: only the leavers stand for themselves (step 2);
+    # not when a rule normalises an unmerged value into a merged column (a leaver could
+    # come back there) or a leaver is a rule constant
+    partial = PARTIAL and not any(f.flows for f in facts.values())
+    const = xp.zeros(len(rho), dtype=bool)
+    ids = [f.ids for f in facts.values() if f.ids is not None]
+    if ids:
+        ids = xp.asarray(np.concatenate(ids))
+        const[ids[ids < len(rho)]] = True
+    split = xp.zeros(len(rho), dtype=bool)  # classes that lost leavers, by representative
+    leaver = xp.zeros(len(rho), dtype=bool)  # members that left them
+    stale = [False]  # leavers joined after some class was found whole or split
+
+    def explode(reps: Any, recheck: bool = False) -> None:
+        """Classes of ``reps`` lost a merge: found whole, split (their leavers' explicit
+        facts join ΔD) or exploded (all their rows join ΔD); ``recheck``: classes found
+        whole or split before, judged again over E′ less the facts of later leavers."""
         if not len(reps):
             return
         reps = xp.unique(reps)
-        reps = reps[(sizes[reps] > 1) & ~exploded[reps] & ~whole[reps]]
+        if recheck:
+            reps = reps[~exploded[reps]]
+        else:
+            reps = reps[(sizes[reps] > 1) & ~exploded[reps] & ~whole[reps] & ~split[reps]]
         if not len(reps):
             return
-        w = _whole(engine, reps, classes, new_e, eq_rules, dom)  # no split for certain
-        whole[reps[w]] = True
-        reps = reps[~w]
-        if not len(reps):
-            return
-        assert not lazy, "a class exploded after ρ′ was fixed"
-        exploded[reps] = True
-        flag = xp.zeros(len(rho), dtype=bool)  # read along later columns without index
-        flag[reps] = True
-        for n, pos in dom.items():  # the rows holding them, through column indexes
-            got = old_store[n].rows_with(pos, reps, flag=flag)
-            if len(got):
-                delta[n].append(got)
-                pending[0] += len(got)
+        before = bool(whole.any() or split.any())
+        which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver)
+        gone = ~keep
+        lost = xp.bincount(which[gone], minlength=len(reps)) > 0
+        bad = (xp.bincount(which[gone & const[m]], minlength=len(reps)) > 0 if partial
+               else lost)
+        whole[reps] = ~lost
+        split[reps[lost & ~bad]] = True
+        new = m[gone & ~bad[which] & ~leaver[m]]
+        if len(new):
+            assert not lazy, "a class split after ρ′ was fixed"
+            stale[0] = stale[0] or before
+            leaver[new] = True
+            new = xp.sort(new)
+            flag = xp.zeros(len(rho), dtype=bool)
+            flag[new] = True
+            for n, pos in dom.items():  # the normal forms of the leavers' explicit facts
+                e = engine.explicit.get(n)
+                got = e.rows_with(pos, new, flag=flag) if e is not None and len(e) else ()
+                if len(got):
+                    delta[n].append(_rows_of(be, gather(got.cols, pos, rho), arity[n]))
+                    pending[0] += len(got)
+        reps = reps[bad]
+        if len(reps):
+            assert not lazy, "a class exploded after ρ′ was fixed"
+            exploded[reps] = True
+            flag = xp.zeros(len(rho), dtype=bool)  # read along later columns without index
+            flag[reps] = True
+            for n, pos in dom.items():  # the rows holding them, through column indexes
+                got = old_store[n].rows_with(pos, reps, flag=flag)
+                if len(got):
+                    delta[n].append(got)
+                    pending[0] += len(got)
         check(pending[0])
 
     pending = [0]  # rows an explosion put in ΔD (checked against the budget at once)
@@ -728,18 +878,40 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             lazy["x_reps"] = x_reps = xp.flatnonzero(exploded).astype(INDEX)
             lazy["x_members"] = x_members = classes.members[
                 expand(be, classes.offsets[x_reps], sizes[x_reps])[1]]
+            lazy["s_reps"] = xp.flatnonzero(split & ~exploded).astype(INDEX)
+            lv = xp.flatnonzero(leaver).astype(INDEX) if len(lazy["s_reps"]) else x_reps[:0]
+            lazy["leavers"] = lv = lv[~exploded[rho[lv]]]
             rho2 = rho
-            if len(x_members):
+            if len(x_members) or len(lv):
                 rho2 = rho.copy()
                 rho2[x_members] = x_members
+                rho2[lv] = lv
             lazy["rho2"] = rho2
             lazy["new_norm"] = _normal_rules(engine, rules, rho2)
             lazy["provers"] = {}
         return lazy
 
+    def written(n: str, d: RowSet) -> Any:
+        """Which rows of ``d`` (normal under ρ and ρ′) are the normal form of a fact of E′
+        that holds no leaver: they hold in I′ as they are."""
+        e, pos = new_e[n], dom.get(n, ())
+        if not pos:
+            return e.has(d)
+        cand = members_in(be, e, d, pos, classes)
+        if cand is None or not len(cand):
+            return xp.zeros(len(d), dtype=bool)
+        if len(after_explosions()["leavers"]):
+            out = xp.zeros(len(cand), dtype=bool)
+            for p in pos:
+                out |= leaver[cand.cols[p]]
+            cand = cand.select(~out)
+        return _rows_of(be, gather(cand.cols, pos, rho), arity[n]).contains(d.cols)
+
     def survivors(k: int, dd: dict[str, RowSet]) -> dict[str, RowSet]:
-        """ΔD of stratum block ``k`` less the facts with a one-step derivation over the
-        lower strata's I \\ D (final: no explosion happens above the equality's block)."""
+        """ΔD of block ``k`` (past block 0: ρ′ is fixed) less the facts that are the
+        normal form of a fact of E′ holding no leaver, or have a one-step derivation over
+        the lower blocks' I \\ D (final: no explosion happens past block 0).  Neither
+        block reaches the equality relation, so a fact's normal form is all that counts."""
         lz = after_explosions()
         provers = lz["provers"].get(k)
         if provers is None:
@@ -747,14 +919,20 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                                                   facts, proved)
         out = {}
         for n, d in dd.items():
-            ps = provers.get(n)
-            if ps:
+            ps = provers.get(n, ())
+            if ps or len(new_e[n]):
                 pos = dom.get(n, ())
                 free = xp.ones(len(d), dtype=bool)
                 for p in pos:  # rows holding an exploded class are renormalised: they go
                     free &= ~exploded[d.cols[p]]
                 rest = xp.flatnonzero(free)
-                gone = None
+                held = None
+                if len(new_e[n]) and len(rest):
+                    hit = written(n, d.take(rest))
+                    if bool(hit.any()):
+                        held = xp.zeros(len(d), dtype=bool)
+                        held[rest[hit]] = True
+                        rest = rest[~hit]
                 for i, rule in ps:
                     if not len(rest):
                         break
@@ -762,13 +940,13 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                     stats.backward += matched
                     if bool(hit.any()):
                         proved[i] = proved.get(i, 0) + int(hit.sum())
-                        if gone is None:
-                            gone = xp.zeros(len(d), dtype=bool)
-                        gone[rest[hit]] = True
+                        if held is None:
+                            held = xp.zeros(len(d), dtype=bool)
+                        held[rest[hit]] = True
                         rest = rest[~hit]
-                if gone is not None:
-                    kept[0] += int(gone.sum())
-                    d = d.select(~gone)
+                if held is not None:
+                    kept[0] += int(held.sum())
+                    d = d.select(~held)
             if len(d):
                 out[n] = d
         return out
@@ -776,6 +954,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     kept = [0]  # facts a one-step check kept out of D
     while True:
         pend = [block_of[n] for n in rels if delta[n]]
+        if stale[0] and (not pend or min(pend)):  # block 0 at its fixpoint: classes
+            stale[0] = False  # found whole or split before later leavers, judged again
+            explode(xp.flatnonzero((whole | split) & ~exploded), recheck=True)
+            continue
         if not pend:
             break
         k = min(pend)  # the lowest stratum block first (paper 000 Algorithm 1's order)
@@ -828,6 +1010,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # the members of exploded classes become their own representatives
     lz = after_explosions()
     x_reps, x_members, rho2 = lz["x_reps"], lz["x_members"], lz["rho2"]
+    s_reps, leavers = lz["s_reps"], lz["leavers"]
+    gone = None
+    if len(leavers):  # the leavers of split classes (not exploded since), as a mask
+        gone = xp.zeros(len(rho), dtype=bool)
+        gone[leavers] = True
     keep = {n: keep[n] for n in rels}
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
@@ -845,6 +1032,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 parts[n].append(_rows_of(be, gather(cand.cols, pos, rho2), arity[n]))
         if len(e_plus[n]):
             parts[n].append(_rows_of(be, gather(e_plus[n].cols, pos, rho2), arity[n]))
+        if len(leavers) and pos and len(e):  # a leaver's facts: a normal form of the
+            got = e.rows_with(pos, leavers, flag=gone)  # split class may have been kept
+            if len(got):
+                parts[n].append(_rows_of(be, gather(got.cols, pos, rho2), arity[n]))
     new_norm = lz["new_norm"]
     old_norm = od_norm[:len(rules)]
     todo = dict(D)  # the facts of D no rule has rederived yet: (b) checks only these
@@ -885,13 +1076,17 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             parts[eq.relation].append(cand.select(counts[cand.cols[0]] > 0))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
-    if len(x_reps) and len(engine.rho()) == len(rho2):
+    if (len(x_reps) or len(s_reps)) and len(engine.rho()) == len(rho2):
         # ρ′'s class index from ρ's (built afresh only if the insertion merges), split in
         # place: ρ's index is read no more (the engine's cache of it is replaced at once;
         # a failed update restores ρ, whose index is then built again): no copy of two
         # arrays the size of the dictionary per update
-        engine.keep_class_index(engine.rho(), split_classes(
-            be, (classes.members, classes.offsets, sizes), x_reps, in_place=True))
+        index = (classes.members, classes.offsets, sizes)
+        if len(x_reps):
+            index = split_classes(be, index, x_reps, in_place=True)
+        if len(s_reps):
+            index = shrink_classes(be, index, s_reps, leaver, in_place=True)
+        engine.keep_class_index(engine.rho(), index)
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
     nothing = {n: RunSet.empty(be, arity[n]) for n in rels}  # immutable: shared by rounds
@@ -916,9 +1111,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # re-merge pieces of them) has an image under ρ that is an instance over I, so its
     # head is in I; a head holding a member of an exploded class has its image holding
     # the representative, a row the explosion put in D.  The rules of a relation with no
-    # fact in D derive nothing new, and the rounds skip them.
-    settled = frozenset() if any(len(e_plus[n]) for n in rels) else frozenset(
-        n for n in rels if not len(D[n]))
+    # fact in D derive nothing new, and the rounds skip them.  Not with leavers: a
+    # leaver's row is new while its image (the split class's) may have stayed out of D.
+    settled = frozenset() if any(len(e_plus[n]) for n in rels) or len(leavers) else (
+        frozenset(n for n in rels if not len(D[n])))
     try:
         prev, dl, cur, full = engine._merge(stratum, dict(keep), start, rules, new_norm,
                                            rstats)
@@ -980,11 +1176,14 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     engine.module_state = {}
     engine.materialised = True
     nx = len(x_reps)
+    done = []
     if nx:
-        stats.note = (f"DRed≈: exploded {nx:,} classes ({len(x_members):,} members); "
-                      f"{stats.backward:,} instances checked backwards")
-    else:
-        stats.note = f"DRed≈: no class split; {stats.backward:,} instances checked backwards"
+        done.append(f"exploded {nx:,} classes ({len(x_members):,} members)")
+    if len(s_reps):
+        done.append(f"{len(s_reps):,} classes split off {len(leavers):,} members (the rest "
+                    "held by certain equalities)")
+    stats.note = (f"DRed≈: {'; '.join(done) if done else 'no class split'}; "
+                  f"{stats.backward:,} instances checked backwards")
     if kept[0]:
         stats.note += (f"; {kept[0]:,} facts kept out of D (a one-step derivation over "
                        "the strata below)")

@@ -83,10 +83,20 @@ def test_auto_runs_dred_when_no_equality_can_be_lost(monkeypatch: pytest.MonkeyP
     left = {n: [x for x in v if x not in (("a", "b"), ("a", "1"))] for n, v in FACTS.items()}
     assert same_state(r, fresh(KEYS, left, r))
     monkeypatch.setattr(EM, "SPLIT_MEMBERS", 2)
+    monkeypatch.setattr(EM, "PARTIAL", False)
     st = r.update(delete={"key": [("c", "K")]}, algorithm="auto")
     # B/F≈ (or Remat≈ once B/F≈ passed its minimum time budget on a loaded machine)
     assert st.algorithm == "b/f≈" or "B/F≈ stopped" in st.note, st.note
     left["key"].remove(("c", "K"))
+    assert same_state(r, fresh(KEYS, left, r))
+    # with DRed≈'s partial split, one member leaving a large class costs what its
+    # facts touch: DRed≈
+    monkeypatch.setattr(EM, "PARTIAL", True)
+    monkeypatch.setattr(EM, "SPLIT_MEMBERS", 1)
+    gone = ("e", "L")  # {d, e} loses e
+    st = r.update(delete={"key": [gone]}, algorithm="auto")
+    assert st.algorithm == "dred≈" or "DRed≈ stopped" in st.note, st.note
+    left["key"].remove(gone)
     assert same_state(r, fresh(KEYS, left, r))
 
 

@@ -109,7 +109,7 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
     paths = {p: _fresh(rules_text, facts) for p in paths_run}
     some = paths["remat"] if "remat" in paths else next(iter(paths.values()))
     record: dict = {"seed": seed, "steps": 0, "disagreements": [], "paths": {},
-                    "exploded": 0, "normal_form_dred": 0, "kept_by_strata": 0}
+                    "exploded": 0, "split": 0, "normal_form_dred": 0, "kept_by_strata": 0}
     deleted: list[tuple[str, Row]] = []
     for step in range(steps):
         ins, dele = _step(rng, case.kinds, facts, deleted, some)
@@ -125,6 +125,8 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
                 record["exploded"] += 1
             if st.note.startswith("DRed≈ in normal form"):  # gpu_engine.equality_dred
                 record["normal_form_dred"] += 1
+            if "split off" in st.note:  # DRed≈ split off a class's leavers only
+                record["split"] += 1
             if "kept out of D" in st.note:  # DRed≈'s overdeletion by strata kept facts
                 record["kept_by_strata"] += 1
         for n in case.kinds:
@@ -162,13 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bad = 0
     paths: dict[str, int] = {}
-    exploded = normal = kept = 0
+    exploded = split = normal = kept = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
             rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")), args.layered)
             for k, v in rec["paths"].items():
                 paths[k] = paths.get(k, 0) + v
             exploded += rec["exploded"]
+            split += rec["split"]
             normal += rec["normal_form_dred"]
             kept += rec["kept_by_strata"]
             bad += bool(rec["disagreements"])
@@ -179,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                    "start": args.start, "paths": args.paths, "layered": args.layered,
                    "disagreeing_sequences": bad, "updates_by_path": paths,
                    "updates_that_split_classes": exploded,
+                   "dred_updates_that_split_off_leavers": split,
                    "dred_in_normal_form": normal,
                    "dred_kept_by_strata": kept,
                    "seconds": round(time.perf_counter() - t0, 1)}

@@ -9,6 +9,12 @@ low-selectivity column and multiply the bindings); the bindings are deduplicated
 each step, and the other literals (comparisons) filter the last bindings.  A rule with a
 single body atom whose variables the head binds needs no join: its instance is the
 head's image, a membership test.
+
+DRed's one-step check (:func:`one_step`) may instead run the rule forwards
+(:func:`_forward`): when many candidate facts share few values of the columns that bind
+the first atom (``fan(z, v) :- knows(z, y), attr(y, v)`` with fifty ``v`` per ``z``),
+binding each fact repeats the first atom's rows per fact; evaluating the rule from the
+distinct values and testing the candidates against its heads reads them once.
 """
 
 from __future__ import annotations
@@ -106,6 +112,27 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
             return None
         b = Bindings({v: c[sel] for v, c in b.cols.items()}, len(sel))
         atoms = []
+    b = _join_atoms(ev, b, atoms, keep, source, rows_of)
+    if b is None or not b.n:
+        return None
+    out = ("#fact", *emit)
+    if filters:
+        q = Rule(Atom("#q", tuple(Var(v) for v in out)), filters, rule.loc)
+        outs = [o for o in ev.evaluate(q, [], {}, initial=b) if o.n]
+        if not outs:
+            return None
+        cols_out = [xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(out))]
+        return Bindings(dict(zip(out, cols_out)), len(cols_out[0]))
+    return Bindings({v: b.cols[v] for v in out}, b.n)
+
+
+def _join_atoms(ev: RuleEvaluator, b: Bindings, atoms: list[Atom], keep: set[str],
+                source: RowsOf, rows_of: RowsOf) -> Bindings | None:
+    """``b`` joined with ``atoms`` one at a time, the smallest estimated fan-out first,
+    deduplicated after each step, keeping ``#fact``, ``keep`` and what later atoms read;
+    None when no binding is left."""
+    xp = ev.be.xp
+    atoms = list(atoms)
     while atoms and b.n:
         bound = set(b.cols)
 
@@ -122,7 +149,7 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
         names = [v for v in b.cols if v == "#fact" or v in later]
         names += sorted({t.name for t in a.args if isinstance(t, Var)
                          and t.name not in bound and t.name in later})
-        q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), rule.loc)
+        q = Rule(Atom("#q", tuple(Var(v) for v in names)), (a,), a.loc)
         outs = [o for o in ev.evaluate(q, [source(a.relation)], {}, initial=b) if o.n]
         if not outs:
             return None
@@ -130,28 +157,95 @@ def join_backward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf,
             xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(names))),
             len(names))
         b = Bindings(dict(zip(names, got.cols)), len(got))
-    if not b.n:
+    return b if b.n else None
+
+
+def _estimate(rows_of: RowsOf, atoms: list[Atom], bound: set[str], n: float
+              ) -> float:
+    """Rows the bindings grow through when ``n`` bindings of ``bound`` join ``atoms`` in
+    the planner's order (average fan-outs, :func:`fanout`)."""
+    bound, rest, total = set(bound), list(atoms), 0.0
+
+    def est(a: Atom) -> float:
+        pos = tuple(p for p, t in enumerate(a.args)
+                    if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
+        return fanout(rows_of, a.relation, pos)
+
+    while rest:
+        a = min(rest, key=est)
+        rest.remove(a)
+        n *= est(a)
+        total += n
+        bound |= {t.name for t in a.args if isinstance(t, Var)}
+    return total
+
+
+def _forward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_of: RowsOf
+             ) -> tuple[Any, int] | None:
+    """:func:`one_step` by evaluating ``rule`` forwards from the distinct values of the
+    head variables that bind its first atom (the planner's choice from the head), and
+    testing ``facts`` against the heads; None when the estimate (:func:`_estimate`)
+    says binding every fact costs less than half of it."""
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    if len(atoms) < 2 or len(facts) < FORWARD_MIN:
         return None
-    out = ("#fact", *emit)
-    if filters:
-        q = Rule(Atom("#q", tuple(Var(v) for v in out)), filters, rule.loc)
-        outs = [o for o in ev.evaluate(q, [], {}, initial=b) if o.n]
-        if not outs:
-            return None
-        cols_out = [xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(len(out))]
-        return Bindings(dict(zip(out, cols_out)), len(cols_out[0]))
-    return Bindings({v: b.cols[v] for v in out}, b.n)
+    head = {t.name for t in rule.head.args if isinstance(t, Var)}
+
+    def est(a: Atom) -> float:
+        pos = tuple(p for p, t in enumerate(a.args)
+                    if isinstance(t, Const) or (isinstance(t, Var) and t.name in head))
+        return fanout(rows_of, a.relation, pos)
+
+    first = min(atoms, key=est)
+    kv = sorted({t.name for t in first.args if isinstance(t, Var) and t.name in head})
+    if not kv or set(kv) == head:
+        return None
+    cols, ok, extra = bind_head(ev, rule, facts)
+    if extra:
+        return None
+    xp = ev.be.xp
+    sel = xp.flatnonzero(ok)
+    keys = RowSet.from_columns(ev.be, tuple(cols[v][sel] for v in kv), len(kv))
+    if 2 * _estimate(rows_of, atoms, set(kv), len(keys)) >= _estimate(
+            rows_of, atoms, head, len(sel)):
+        return None
+    filters = tuple(lit for lit in rule.body if not isinstance(lit, Atom))
+    need = set(head)
+    for f in filters:
+        if isinstance(f, Compare):
+            need |= term_vars(f.left) | term_vars(f.right)
+    hit = xp.zeros(len(facts), dtype=bool)
+    b = _join_atoms(ev, Bindings(dict(zip(kv, keys.cols)), len(keys)), atoms, need, source,
+                    rows_of)
+    if b is None:
+        return hit, 0
+    q = Rule(rule.head, filters, rule.loc)  # the heads of the bindings the filters pass
+    outs = [o for o in ev.evaluate(q, [], {}, initial=b) if o.n]
+    if not outs:
+        return hit, 0
+    arity = len(rule.head.args)
+    heads = RowSet.from_columns(ev.be, tuple(
+        xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity)), arity)
+    hit[sel] = heads.contains(tuple(c[sel] for c in facts.cols))
+    return hit, b.n
+
+
+FORWARD_MIN = 64  # one_step: fewer candidate facts are always bound one by one
 
 
 def one_step(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_of: RowsOf,
-             pos: VersionOf, neg: VersionOf) -> tuple[Any, int]:
+             pos: VersionOf, neg: VersionOf, forward: bool = False) -> tuple[Any, int]:
     """Mask over ``facts``: which have an instance of ``rule`` (DRed's one-step
     rederivation), and the instances matched.  Through :func:`join_backward` over
     ``source`` when the rule has no head functor and no negation, else through
     :func:`gpu_engine.affected.rederivable` (positive atoms over ``pos``, negated ones
-    missing ``neg``)."""
+    missing ``neg``); with ``forward``, by :func:`_forward` where its estimate says so
+    (DRed≈, whose candidates cluster on the representatives of large classes)."""
     if not supported(rule) or any(isinstance(x, Negation) for x in rule.body):
         return rederivable(ev, rule, facts, pos, neg)
+    fwd = _forward(ev, rule, facts, source, rows_of) if forward else None
+    if fwd is not None:
+        return fwd
     hit = ev.be.xp.zeros(len(facts), dtype=bool)
     b = join_backward(ev, rule, facts, source, rows_of)
     if b is None:

@@ -530,9 +530,11 @@ def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_
     """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
     ``keep``: DRed's one-step rederivation by the planner shared with B/F≈
     (:func:`gpu_engine.backward_plan.one_step`: head bound, body atoms joined one at a
-    time, smallest estimated fan-out first); and the number of instances matched."""
+    time, smallest estimated fan-out first, or forwards from the distinct values that
+    bind the first atom when many facts share them); and the number of instances
+    matched."""
     return one_step(ev, rule, facts, keep.__getitem__, rows_of, keep.__getitem__,
-                    keep.__getitem__)
+                    keep.__getitem__, forward=True)
 
 
 def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[int, ...]]

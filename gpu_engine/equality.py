@@ -302,6 +302,9 @@ class EqualityEngine(Engine):
         self.eq_stats: dict[str, int] = {}
         # functional-property rules of the equality stratum (by id; normalised copies too)
         self._functional: dict[int, int] = {}
+        # when a list: the domain columns of the rows of ``prev`` each merge rewrites
+        # (DRed≈ carries its occurrence counts through the merges of its insertion)
+        self.merge_removed: list[tuple[Any, ...]] | None = None
         for r in self.strata[self.eq_stratum].recursive_rules:
             fp = functional_pattern(r, eq.relation)
             if fp is not None:
@@ -733,6 +736,7 @@ class EqualityEngine(Engine):
         self._rho = relabel[rho]
         self.eq_stats["merge_rounds"] += 1
         rels = set(s.relations)
+        ledger = getattr(self, "merge_removed", None)  # not the equality relation's rows
         for name, pos in self.equality.domain.items():
             if not pos:
                 continue
@@ -740,7 +744,7 @@ class EqualityEngine(Engine):
                 p, dl = prev[name], delta[name]
             else:  # a relation of a higher stratum: explicit facts so far
                 p, dl = self.store[name], RunSet.empty(self.be, self.store[name].arity)
-            k, out_p = self._split(p, pos, moved)
+            k, out_p = self._split(p, pos, moved, None if name == eq else ledger)
             dk, out_d = self._split(dl, pos, moved)
             if not out_p and not out_d:
                 continue
@@ -766,9 +770,11 @@ class EqualityEngine(Engine):
                 out.append(cur)
         return prev, delta, out, full
 
-    def _split(self, rows: RunSet, pos: tuple[int, ...], moved: Any
+    def _split(self, rows: RunSet, pos: tuple[int, ...], moved: Any,
+               removed: list[tuple[Any, ...]] | None = None
                ) -> tuple[RunSet, list[tuple[Any, ...]]]:
-        """(the rows none of whose domain values moved, the others' columns through ρ).
+        """(the rows none of whose domain values moved, the others' columns through ρ);
+        ``removed`` gets the domain columns of the others as they were.
 
         When few values moved, the rows holding them are found through the runs' column
         indexes (:meth:`RunSet.rows_with`) and leave under a tombstone, so a merge costs
@@ -784,6 +790,8 @@ class EqualityEngine(Engine):
                 return rows, []
             dead = sum(len(x) for x in rows.dead)
             if COMPACT_SHARE * (len(hit) + dead) <= len(rows):
+                if removed is not None:
+                    removed.append(tuple(hit.cols[p] for p in pos))
                 return rows.without(hit), [tuple(rho[c] if i in pos else c
                                                  for i, c in enumerate(hit.cols))]
         if rows.dead:
@@ -800,6 +808,8 @@ class EqualityEngine(Engine):
             kept = run.select(~mask)
             if len(kept):
                 keep.append(kept)
+            if removed is not None:
+                removed.append(tuple(cols[p][mask] for p in pos))
             out.append(tuple(rho[c[mask]] if i in pos else c[mask] for i, c in enumerate(cols)))
         if not out:
             return rows, []

@@ -1107,7 +1107,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     if not engine.eq_stats["merge_rounds"] and bool(
             (rho2 != xp.arange(len(rho2), dtype=INDEX)).any()):
         engine.eq_stats["merge_rounds"] = 1  # ρ' is not the identity: _absorb normalises
-    merges = engine.eq_stats["merge_rounds"]
+    removed: list[tuple[Any, ...]] = []  # rows of I \ D and of Δs the merges rewrite
+    engine.merge_removed = removed if counts is not None else None
     # A deletion without insertions derives only facts of D again: I is closed under the
     # rules, and an instance over rows of I′ (under ρ′, whose classes only split ρ's, or
     # re-merge pieces of them) has an image under ρ that is an instance over I, so its
@@ -1152,15 +1153,18 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
             added.append(dl)
     finally:
         engine.evaluator.compact = None
+        engine.merge_removed = None
     stats.derivations += sum(r.derivations for r in rstats.values())
     if eq.reflexive and not engine.reflexive_as_rules:
         _closure(engine, added, dom)
     final = {n: engine.store[n].compacted() if engine.store[n].worth_compacting()
              else engine.store[n] for n in rels}
     engine.store = final
-    if counts is not None and engine.eq_stats["merge_rounds"] == merges:
-        # no merge rewrote a row of I \ D: I′ is I \ D and the rows the insertion added
-        occ.remember(engine, final, occ.add_rows(engine, counts, added, 1))
+    if counts is not None:  # I′ is I \ D, plus the rows the insertion added, less the
+        # rows its merges rewrote (their rewritten forms are among the rows added)
+        counts = occ.add_rows(engine, counts, added, 1)
+        occ.remember(engine, final, occ.add_values(engine, counts,
+                                                   [c for cols in removed for c in cols], -1))
     rederived = 0
     rho_f = engine.rho()
     for n in rels:

@@ -4,8 +4,9 @@ Deleting facts deletes the reflexive row ``c≈c`` of a closure (axiom ≈4) for
 constants that occur in no domain column any more.  Proving that a constant is absent
 means reading every domain column, so the counts are kept on the engine with the store
 they count (a snapshot of its dict: stores change in place) and carried from one update
-to the next by what each update removed and added: a stream of deletions pays for what
-it removes.  The equality relation itself is not counted (its rows are the closure
+to the next by what each update removed and added (DRed≈'s insertion also by the rows
+its merges rewrote: ``EqualityEngine.merge_removed``): a stream of deletions pays for
+what it removes.  The equality relation itself is not counted (its rows are the closure
 rows in question).  Used by DRed in normal form (:mod:`gpu_engine.equality_dred`) and by
 DRed≈ (:func:`gpu_engine.equality_maintenance.dred_eq`).
 """
@@ -54,8 +55,7 @@ def occurrences(engine: Any, store: dict[str, RunSet]) -> Any:
 
 def add_rows(engine: Any, counts: Any, rows: list[dict[str, Any]], sign: int) -> Any:
     """``counts`` with the occurrences of ``rows`` (dicts of row sets or run sets of rows
-    per relation) added (``sign`` 1) or removed (-1); a new array."""
-    xp = engine.be.xp
+    per relation) added (``sign`` 1) or removed (-1) (:func:`add_values`)."""
     dom = counted(engine)
     cols = []
     for n, rs in ((n, rs) for part in rows for n, rs in part.items()):
@@ -65,6 +65,13 @@ def add_rows(engine: Any, counts: Any, rows: list[dict[str, Any]], sign: int) ->
         cols += [run.cols[p] for run in runs for p in dom[n]]
         if isinstance(rs, RunSet):
             assert not rs.dead
+    return add_values(engine, counts, cols, sign)
+
+
+def add_values(engine: Any, counts: Any, cols: list[Any], sign: int) -> Any:
+    """``counts`` with each id of the arrays ``cols`` added (``sign`` 1) or removed
+    (-1) once per occurrence; a new array (``counts`` itself when there are none)."""
+    xp = engine.be.xp
     cols = [c for c in cols if len(c)]
     if not cols:
         return counts

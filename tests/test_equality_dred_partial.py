@@ -22,6 +22,7 @@ from test_equality_bf import fresh, same_state  # noqa: E402
 
 from gpu_engine import Reasoner, equality_dred  # noqa: E402
 from gpu_engine import equality_maintenance as EM  # noqa: E402
+from gpu_engine import equality_occurrences as occ  # noqa: E402
 from gpu_engine.equality_expand import class_index, shrink_classes  # noqa: E402
 
 # the synthetic benchmark's shape: classes by a shared key; fan, reach and star above
@@ -70,6 +71,14 @@ def _run(facts: dict[str, list[tuple]], updates: list[tuple[dict, dict]], text: 
         want = class_index(be, r.engine.rho())
         assert all(np.array_equal(be.to_host(a), be.to_host(b)) for a, b in
                    zip(_classes(got), _classes(want))), st.note
+        kept = occ.kept(r.engine, r.engine.store)  # the occurrence counts carried on
+        if kept is not None:
+            saved = r.engine.__dict__.pop("_eq_occurrences")
+            again = occ.occurrences(r.engine, r.engine.store)
+            r.engine._eq_occurrences = saved
+            n = max(len(kept), len(again))
+            assert np.array_equal(np.pad(np.asarray(kept), (0, n - len(kept))),
+                                  np.pad(np.asarray(again), (0, n - len(again)))), st.note
         notes.append(st.note)
     return notes
 
@@ -98,6 +107,19 @@ def test_one_member_leaves_a_large_class() -> None:
     facts["key"].remove(("m20", "K"))
     assert same_state(r, fresh(KEYS, facts, r))
     assert st.overdeleted < 40, st.overdeleted  # the class's rows: about 200
+
+
+def test_the_representative_leaving_merges_the_rest_again() -> None:
+    """Deleting the representative's keys leaves it alone in its component: the others
+    leave too (here the class explodes: m12, a rule constant, is among them), and the
+    insertion merges them again; the occurrence counts carried through those merges
+    equal counts taken afresh, and the next updates read them."""
+    facts = _facts(random.Random(6))
+    notes = _run(facts, [({}, {"key": [("m0", "K"), ("m0", "L")]}),
+                         ({}, {"key": [("m30", "K")]}),
+                         ({"key": [("m0", "K")]}, {"attr": [facts["attr"][5]]})])
+    assert "exploded 1 classes (40 members)" in notes[0], notes[0]
+    assert "1 classes split off 1 members" in notes[1], notes[1]
 
 
 def test_a_leaver_held_by_a_second_key_stays() -> None:

@@ -1,7 +1,7 @@
 """What DRed≈'s overdeletion leaves alone (gpu_engine/equality_maintenance.py): above the
 equality's strata (``_od_blocks``, ``_provers``), a candidate with a one-step derivation
 over the lower strata's I \\ D stays out of D; a class that equalities certain in I′
-still connect does not explode (``_whole``).  Random deletions and mixed updates are
+still connect does not explode (``_components``).  Random deletions and mixed updates are
 judged against a fresh Remat≈ with the same dictionary (rewritten rows, expansion and
 classes)."""
 
@@ -160,7 +160,7 @@ def test_a_class_equalities_of_e_keep_whole_does_not_explode() -> None:
     y) :- triple(x, owl:sameAs, y)`` through ``triple(x, owl:sameAs, y) :- sameAs(x,
     y)`` (255–264 classes exploded per 100 deletions of LUBM(1) dup that split
     nothing).  The explicit owl:sameAs triple still connects the class, so it does not
-    explode (``_whole``); deleting that triple splits it."""
+    explode (``_components``); deleting that triple splits it."""
     from gpu_engine.host.owl2rl import rule_set
 
     text = rule_set("owl2rl-eq")

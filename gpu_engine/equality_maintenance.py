@@ -40,8 +40,10 @@ columnar rule evaluation, the control is per round.
    DRed from E to E₁ with nothing split, and the leavers' facts of E′ are then inserted
    (step 3 (a)) under ρ′.  A class explodes instead (each member stands for itself, γ(d)
    = d, paper lines 9–11 in bulk, and every fact of I with ``c`` in a domain column joins
-   ΔD) when a leaver is a rule constant or a rule takes a merged column from an unmerged
-   one.  The loop runs to a fixpoint.
+   ΔD) when a leaver is a rule constant, a rule takes a merged column from an unmerged
+   one, or no member stays with ``c`` (the leavers' facts are about all of its rows
+   then, and insertion may skip the relations without facts in D).  The loop runs to a
+   fixpoint.
 3. **Rederivation.**  ρ' is ρ with the leavers and the exploded members reset to
    themselves; I \\ D is normal under both (no fact of it holds an exploded
    representative or a leaver).  Into Δ go (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺
@@ -525,16 +527,16 @@ def _output_cols(be: Any, arity: int, outs: list[Any]) -> tuple[Any, ...] | None
     return tuple(be.xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity))
 
 
-def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any
-              ) -> tuple[Any, int]:
+def _backward(ev: Any, rule: Rule, facts: RowSet, keep: dict[str, RunSet], rows_of: Any,
+              forward: bool = False) -> tuple[Any, int]:
     """Which ``facts`` (rows of the head relation) have an instance of ``rule`` over
     ``keep``: DRed's one-step rederivation by the planner shared with B/F≈
     (:func:`gpu_engine.backward_plan.one_step`: head bound, body atoms joined one at a
-    time, smallest estimated fan-out first, or forwards from the distinct values that
-    bind the first atom when many facts share them); and the number of instances
-    matched."""
+    time, smallest estimated fan-out first; with ``forward``, forwards from the distinct
+    values that bind the first atom when the estimate says many facts share them); and
+    the number of instances matched."""
     return one_step(ev, rule, facts, keep.__getitem__, rows_of, keep.__getitem__,
-                    keep.__getitem__, forward=True)
+                    keep.__getitem__, forward=forward)
 
 
 def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[int, ...]]
@@ -790,7 +792,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # a class whose lost merge certain equalities still justify for all but some members
     # (the leavers) keeps the rest: only the leavers stand for themselves (step 2);
     # not when a rule normalises an unmerged value into a merged column (a leaver could
-    # come back there) or a leaver is a rule constant
+    # come back there), a leaver is a rule constant, or the representative stays alone
     partial = PARTIAL and not any(f.flows for f in facts.values())
     const = xp.zeros(len(rho), dtype=bool)
     ids = [f.ids for f in facts.values() if f.ids is not None]
@@ -818,8 +820,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver)
         gone = ~keep
         lost = xp.bincount(which[gone], minlength=len(reps)) > 0
-        bad = (xp.bincount(which[gone & const[m]], minlength=len(reps)) > 0 if partial
-               else lost)
+        # explode when a leaver is a rule constant, or no member stays with the
+        # representative (the leavers' facts are about all of the class's rows then)
+        alone = xp.bincount(which[keep], minlength=len(reps)) < 2
+        bad = lost & ((xp.bincount(which[gone & const[m]], minlength=len(reps)) > 0) | alone
+                      if partial else True)
         whole[reps] = ~lost
         split[reps[lost & ~bad]] = True
         new = m[gone & ~bad[which] & ~leaver[m]]
@@ -938,7 +943,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 for i, rule in ps:
                     if not len(rest):
                         break
-                    hit, matched = _backward(ev, rule, d.take(rest), keep, old_store.__getitem__)
+                    hit, matched = _backward(ev, rule, d.take(rest), keep,
+                                             old_store.__getitem__, forward=True)
                     stats.backward += matched
                     if bool(hit.any()):
                         proved[i] = proved.get(i, 0) + int(hit.sum())

@@ -156,9 +156,9 @@ def test_a_rule_from_an_unmerged_column_explodes() -> None:
 
 
 def test_a_class_found_whole_is_judged_again_after_later_leavers() -> None:
-    """{a1, a2} is kept whole by ``p(a1, b2), p(a2, b2)`` when judged first; then b2
-    leaves {b1, b2}, and without b2's facts nothing connects a1 and a2 (the final state
-    merges them again through those facts)."""
+    """{a1, a2, a3} is kept whole by ``p(a1, b2), p(a2, b2)`` and ``p(a1, b3), p(a3,
+    b3)`` when judged first; then b2 leaves {b1, b2, b3}, and without b2's facts nothing
+    connects a2 to a1: it leaves too (the final state merges it again through them)."""
     text = """
     .decl p(x: symbol, z: symbol)
     .decl k(x: symbol, c: symbol)
@@ -168,8 +168,8 @@ def test_a_class_found_whole_is_judged_again_after_later_leavers() -> None:
     same(x, y) :- k(x, c), k(y, c).
     q(x) :- p(x, _).
     """
-    facts = {"p": [("a1", "b1"), ("a2", "b1"), ("a1", "b2"), ("a2", "b2")],
-             "k": [("b1", "c"), ("b2", "c")], "same": []}
+    facts = {"p": [("a1", "b1"), ("a2", "b2"), ("a1", "b2"), ("a1", "b3"), ("a3", "b3")],
+             "k": [("b1", "c"), ("b2", "c"), ("b3", "c")], "same": []}
     notes = _run(facts, [({}, {"p": [("a1", "b1")], "k": [("b2", "c")]})], text)
     assert "2 classes split off 2 members" in notes[0], notes[0]
 

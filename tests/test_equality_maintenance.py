@@ -30,7 +30,7 @@ def test_paper_31_deletion_splits_classes(algorithm: str | None) -> None:
     before = {n: rows(r, n, False) for n in ("R", "eq")}
     st = r.update(delete={"R": [("a", "d")]}, algorithm=algorithm)
     if algorithm == "dred_eq":
-        assert st.algorithm == "dred≈" and "2 classes split off 2 members" in st.note
+        assert st.algorithm == "dred≈" and "exploded 2 classes" in st.note
     else:  # auto: the deletion touches small merged classes, so DRed≈ (SPLIT_MEMBERS)
         assert st.algorithm == "dred≈" or "time budget" in st.note
     assert st.deleted == 1

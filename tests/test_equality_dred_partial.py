@@ -20,25 +20,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gpu_engine.kernels.backend import get_backend  # noqa: E402
 from test_equality_bf import fresh, same_state  # noqa: E402
 
+from benchmarks.equality_update import RULES  # noqa: E402
 from gpu_engine import Reasoner, equality_dred  # noqa: E402
 from gpu_engine import equality_maintenance as EM  # noqa: E402
 from gpu_engine import equality_occurrences as occ  # noqa: E402
 from gpu_engine.equality_expand import class_index, shrink_classes  # noqa: E402
 
-# the synthetic benchmark's shape: classes by a shared key; fan, reach and star above
-KEYS = """
-.decl key(x: symbol, k: symbol)
-.decl attr(x: symbol, v: symbol)
-.decl knows(x: symbol, y: symbol)
-.decl same(x: symbol, y: symbol) equality
-.decl fan(x: symbol, v: symbol)
-.decl reach(x: symbol, v: symbol)
-.decl star(x: symbol)
-same(x, y) :- key(x, k), key(y, k).
-fan(x, v) :- knows(x, y), attr(y, v).
-reach(x, v) :- fan(x, v), attr(x, v).
-star(x) :- knows(x, "m12").
-"""
+# the synthetic benchmark's program: classes by a shared key; fan, reach and star above
+KEYS = RULES.replace("{const}", "m12")
 
 MEMBERS = [f"m{i}" for i in range(40)]
 

@@ -32,6 +32,7 @@ from .rule_eval import Bindings, RuleEvaluator
 from .runs import RunSet
 
 RowsOf = Callable[[str], RunSet]
+FORWARD_MIN = 64  # one_step forwards: fewer candidate facts are always bound one by one
 
 
 def fanout(rows_of: RowsOf, name: str, pos: tuple[int, ...]) -> float:
@@ -60,6 +61,13 @@ def fanout(rows_of: RowsOf, name: str, pos: tuple[int, ...]) -> float:
         hit = len(run) / max(distinct, 1)
         run._indexes[key] = hit
     return hit
+
+
+def atom_fanout(rows_of: RowsOf, a: Atom, bound: set[str]) -> float:
+    """:func:`fanout` of ``a`` on its constants and the columns of ``bound`` variables."""
+    pos = tuple(p for p, t in enumerate(a.args)
+                if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
+    return fanout(rows_of, a.relation, pos)
 
 
 def supported(rule: Rule) -> bool:
@@ -135,13 +143,7 @@ def _join_atoms(ev: RuleEvaluator, b: Bindings, atoms: list[Atom], keep: set[str
     atoms = list(atoms)
     while atoms and b.n:
         bound = set(b.cols)
-
-        def est(a: Atom, bound: set[str] = bound) -> float:
-            pos = tuple(p for p, t in enumerate(a.args)
-                        if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
-            return fanout(rows_of, a.relation, pos)
-
-        a = min(atoms, key=est)
+        a = min(atoms, key=lambda a, bound=bound: atom_fanout(rows_of, a, bound))
         atoms.remove(a)
         later = set(keep)
         for other in atoms:
@@ -165,16 +167,10 @@ def _estimate(rows_of: RowsOf, atoms: list[Atom], bound: set[str], n: float
     """Rows the bindings grow through when ``n`` bindings of ``bound`` join ``atoms`` in
     the planner's order (average fan-outs, :func:`fanout`)."""
     bound, rest, total = set(bound), list(atoms), 0.0
-
-    def est(a: Atom) -> float:
-        pos = tuple(p for p, t in enumerate(a.args)
-                    if isinstance(t, Const) or (isinstance(t, Var) and t.name in bound))
-        return fanout(rows_of, a.relation, pos)
-
     while rest:
-        a = min(rest, key=est)
+        a = min(rest, key=lambda a: atom_fanout(rows_of, a, bound))
         rest.remove(a)
-        n *= est(a)
+        n *= atom_fanout(rows_of, a, bound)
         total += n
         bound |= {t.name for t in a.args if isinstance(t, Var)}
     return total
@@ -190,13 +186,7 @@ def _forward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_
     if len(atoms) < 2 or len(facts) < FORWARD_MIN:
         return None
     head = {t.name for t in rule.head.args if isinstance(t, Var)}
-
-    def est(a: Atom) -> float:
-        pos = tuple(p for p, t in enumerate(a.args)
-                    if isinstance(t, Const) or (isinstance(t, Var) and t.name in head))
-        return fanout(rows_of, a.relation, pos)
-
-    first = min(atoms, key=est)
+    first = min(atoms, key=lambda a: atom_fanout(rows_of, a, head))
     kv = sorted({t.name for t in first.args if isinstance(t, Var) and t.name in head})
     if not kv or set(kv) == head:
         return None
@@ -228,9 +218,6 @@ def _forward(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_
         xp.concatenate([o.cols[i][:o.n] for o in outs]) for i in range(arity)), arity)
     hit[sel] = heads.contains(tuple(c[sel] for c in facts.cols))
     return hit, b.n
-
-
-FORWARD_MIN = 64  # one_step: fewer candidate facts are always bound one by one
 
 
 def one_step(ev: RuleEvaluator, rule: Rule, facts: RowSet, source: RowsOf, rows_of: RowsOf,

@@ -25,7 +25,8 @@ split).  For each size the same deletion runs on two copies of the same material
 state, one per algorithm (``bf_eq``, ``dred_eq``, ``auto``) and one with ``remat``; the
 rewritten rows and ρ are compared (same answer), and the line reports seconds, the ratio,
 and the counts (overdeleted = doubtful for B/F≈, rederived, added, instances checked
-backwards, DRed≈'s exploded classes, B/F≈'s checked, proved, disproved and re-added).
+backwards, DRed≈'s exploded classes and the classes it split and the members that left
+them, B/F≈'s checked, proved, disproved and re-added).
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ def _pick(facts: dict[str, np.ndarray], k: int, seed: int) -> dict[str, np.ndarr
 
 
 COUNTS = ("overdeleted", "rederived", "added", "checked_backwards", "checked", "proved",
-          "disproved", "readded", "exploded_classes", "exploded_members", "facts")
+          "disproved", "readded", "exploded_classes", "exploded_members", "split_classes",
+          "left_members", "facts")
 
 
 def _pool(facts: dict[str, np.ndarray], keys: bool) -> dict[str, np.ndarray]:
@@ -210,11 +212,14 @@ def _one(text: str, facts: dict[str, np.ndarray], dele: dict[str, np.ndarray], a
     st = r.update(delete=dele, algorithm=alg)  # type: ignore[attr-defined]
     seconds = time.perf_counter() - t0
     m = re.search(r"exploded ([\d,]+) classes \(([\d,]+) members\)", st.note)
+    s = re.search(r"([\d,]+) classes split off ([\d,]+) members", st.note)
     counts = {"overdeleted": st.overdeleted, "rederived": st.rederived, "added": st.added,
               "checked_backwards": st.backward, "checked": st.checked, "proved": st.proved,
               "disproved": st.disproved, "readded": st.added if st.checked else 0,
               "exploded_classes": int(m.group(1).replace(",", "")) if m else 0,
               "exploded_members": int(m.group(2).replace(",", "")) if m else 0,
+              "split_classes": int(s.group(1).replace(",", "")) if s else 0,
+              "left_members": int(s.group(2).replace(",", "")) if s else 0,
               "facts": st.facts}
     return r, seconds, {"ran": st.algorithm, "note": st.note, **counts}
 

@@ -176,23 +176,35 @@ def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
     """Whether the large classes of ``reps`` would lose at most :data:`SPLIT_MEMBERS`
     members in all to DRed≈'s partial split (:func:`_leavers` over E′; none of them a
     rule constant), so that DRed≈ deletes only what those members' facts touch."""
+    partial, ids = _split_setting(engine, engine.rules)
+    if not partial:
+        return False
     eq = engine.equality
     dom = {n: p for n, p in eq.domain.items() if p}
-    if not PARTIAL or any(_rule_facts(engine, r).flows for r in engine.rules):
-        return False
-    eq_rules = [r for r in engine.rules
-                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]]
+    eq_rules = [r for r in engine.rules if _merges(eq.relation, r)]
     rho = engine.rho()
     classes = Classes(rho, *engine.class_index())
-    xp = engine.be.xp
     _, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom,
-                          xp.zeros(len(rho), dtype=bool))
+                          engine.be.xp.zeros(len(rho), dtype=bool))
     out = m[~keep]
-    if len(out) > SPLIT_MEMBERS:
-        return False
-    ids = [f.ids for f in (_rule_facts(engine, r) for r in engine.rules) if f.ids is not None]
-    return not (ids and bool(np.isin(engine.be.to_host(out), np.concatenate(ids)).any()))
+    return len(out) <= SPLIT_MEMBERS and not bool(np.isin(engine.be.to_host(out), ids).any())
 
+
+def _merges(eq: str, rule: Rule) -> bool:
+    """Whether ``rule`` derives equalities whose terms differ as written (normalised
+    constants may coincide, as ``same("e", "g")`` under e, g ↦ g): its lost instances
+    may split a class."""
+    return rule.head.relation == eq and rule.head.args[0] != rule.head.args[1]
+
+
+def _split_setting(engine: Any, rules: list[Rule]) -> tuple[bool, np.ndarray]:
+    """Whether DRed≈ may split a class partially under ``rules`` (:data:`PARTIAL`, and no
+    rule takes a merged column from an unmerged one), and the dictionary ids of their
+    domain constants (a leaver among them explodes its class)."""
+    facts = [_rule_facts(engine, r) for r in rules]
+    ids = [f.ids for f in facts if f.ids is not None]
+    return (PARTIAL and not any(f.flows for f in facts),
+            np.concatenate(ids) if ids else np.zeros(0, np.int64))
 
 
 def _time_left(last: float, t0: float) -> float:
@@ -781,11 +793,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     sizes = classes.sizes
     exploded = xp.zeros(len(rho), dtype=bool)
     whole = xp.zeros(len(rho), dtype=bool)  # classes that equalities over E′ keep whole
-    # a non-reflexive equality rule: its head terms differ as written (normalised
-    # constants may coincide, as same("e", "g") under e, g ↦ g)
-    eq_heads = {id(n) for r, n in zip(od_rules, od_norm)
-                if r.head.relation == eq.relation and r.head.args[0] != r.head.args[1]}
-    eq_rules = [r for r, n in zip(od_rules, od_norm) if id(n) in eq_heads]
+    eq_heads = {id(n) for r, n in zip(od_rules, od_norm) if _merges(eq.relation, r)}
+    eq_rules = [r for r in od_rules if _merges(eq.relation, r)]
     D: dict[str, RowSet] = {n: RowSet.empty(be, arity[n]) for n in rels}
     delta: dict[str, list[RowSet]] = {n: [] for n in rels}
 
@@ -795,12 +804,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     # (the leavers) keeps the rest: only the leavers stand for themselves (step 2);
     # not when a rule normalises an unmerged value into a merged column (a leaver could
     # come back there), a leaver is a rule constant, or the representative stays alone
-    partial = PARTIAL and not any(f.flows for f in facts.values())
+    partial, ids = _split_setting(engine, od_rules)
     const = xp.zeros(len(rho), dtype=bool)
-    ids = [f.ids for f in facts.values() if f.ids is not None]
-    if ids:
-        ids = xp.asarray(np.concatenate(ids))
-        const[ids[ids < len(rho)]] = True
+    ids = xp.asarray(ids)
+    const[ids[ids < len(rho)]] = True
     split = xp.zeros(len(rho), dtype=bool)  # classes that lost leavers, by representative
     leaver = xp.zeros(len(rho), dtype=bool)  # members that left them
     stale = [False]  # leavers joined after some class was found whole or split

@@ -17,9 +17,11 @@ Readings of Soufflé (its interpreter and ``StringUtil.h``):
   ``size_t``: a negative length takes the rest, a negative or too large start gives
   ``""`` with a warning (``wrong index position provided by substr(...)``).
 * ``match(re, s)`` is a full match of ECMAScript regular expressions (``std::regex``),
-  translated to Python's ``re``; a pattern ``std::regex`` rejects (for example ``fo{x}``,
-  which Python would read literally) makes ``match`` and ``!match`` false, with a
-  warning.  ``contains(sub, s)`` is a substring test.
+  translated to Python's ``re`` (``[[:digit:]]`` and the other classes of
+  ``std::regex_traits`` in the "C" locale, ``.`` stopping at ``\\n`` and ``\\r``, ``$`` at
+  the end of the text only, ``[]`` matching nothing); a pattern ``std::regex`` rejects
+  (for example ``fo{x}``, which Python would read literally) makes ``match`` and
+  ``!match`` false, with a warning.  ``contains(sub, s)`` is a substring test.
 * Strings are Python strings: lengths and positions count code points (Soufflé counts
   UTF-8 bytes; the two agree on ASCII).
 """
@@ -154,41 +156,120 @@ def float_text(v: float) -> str:
 # --- regular expressions: ECMAScript (std::regex) to Python --------------------------------------
 
 _BRACE = re.compile(r"\{[0-9]+(?:,[0-9]*)?\}")
+_QUANTIFIED = re.compile(r"(?:[*+?]|\{[0-9]+(?:,[0-9]*)?\})\??")
+# std::regex_traits<char>::lookup_classname in the "C" locale, as members of a Python set
+_POSIX_CLASSES = {
+    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "blank": r" \t", "cntrl": r"\x00-\x1f\x7f",
+    "digit": "0-9", "d": "0-9", "graph": r"\x21-\x7e", "lower": "a-z", "print": r"\x20-\x7e",
+    "punct": r"\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e", "space": r" \t\n\r\f\v",
+    "s": r" \t\n\r\f\v", "upper": "A-Z", "xdigit": "0-9A-Fa-f", "w": "0-9A-Za-z_",
+}
+_ESCAPES = set("dDwWsSbBnrtvf0123456789xu")  # letter and digit escapes ECMAScript knows
 
 
-def ecma_regex(pattern: str) -> re.Pattern[str] | None:
-    """Python's compiled form of an ECMAScript pattern, or None where ``std::regex``
-    rejects it.  Checks what Python would accept but ECMAScript does not: a ``{`` that
-    does not start a ``{n}``, ``{n,}`` or ``{n,m}`` quantifier, and group syntax other
-    than ``(?:``, ``(?=`` and ``(?!``; ``\\d \\w \\s`` are ASCII classes as in
-    std::regex's default locale."""
-    i, n, in_class = 0, len(pattern), False
+class _Rejected(Exception):
+    """``std::regex`` throws ``regex_error`` on this pattern."""
+
+
+def _escape(pattern: str, i: int) -> tuple[str, int]:
+    """The Python form of the escape at ``pattern[i] == '\\'`` and the index after it."""
+    if i + 1 >= len(pattern):
+        raise _Rejected
+    c = pattern[i + 1]
+    if c == "c":  # \cX: the control character X % 32
+        if i + 2 >= len(pattern) or not pattern[i + 2].isascii() or not pattern[i + 2].isalpha():
+            raise _Rejected
+        return f"\\x{ord(pattern[i + 2]) % 32:02x}", i + 3
+    if c.isalnum() and c not in _ESCAPES:  # \A, \Z, \e, ...: not ECMAScript
+        raise _Rejected
+    return pattern[i:i + 2], i + 2
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """The Python form of the bracket expression starting at ``pattern[i] == '['``.
+    ECMAScript reads a ``]`` right after ``[`` or ``[^`` as the end (``[]`` matches
+    nothing, ``[^]`` any character); ``[:name:]``, ``[=c=]`` and ``[.c.]`` are the
+    classes and single-character elements of std::regex; ``[ & ~ |`` are literals."""
+    i += 1
+    negated = pattern[i:i + 1] == "^"
+    i += negated
+    parts: list[str] = []
+    while True:
+        if i >= len(pattern):
+            raise _Rejected
+        c = pattern[i]
+        if c == "]":
+            break
+        if c == "\\":
+            text, i = _escape(pattern, i)
+            parts.append(text)
+            continue
+        if c == "[" and pattern[i + 1:i + 2] in (":", "=", "."):
+            kind = pattern[i + 1]
+            close = pattern.find(kind + "]", i + 2)
+            if close < 0:
+                raise _Rejected
+            name = pattern[i + 2:close]
+            if kind == ":":
+                if name not in _POSIX_CLASSES:
+                    raise _Rejected
+                parts.append(_POSIX_CLASSES[name])
+            elif len(name) == 1:
+                parts.append(re.escape(name))
+            else:
+                raise _Rejected
+            i = close + 2
+            continue
+        parts.append("\\" + c if c in "[&~|" else c)
+        i += 1
+    body = "".join(parts)
+    if not body:
+        return ("(?s:.)" if negated else "(?!)"), i + 1
+    return "[" + "^" * negated + body + "]", i + 1
+
+
+def _translate(pattern: str) -> str:
+    """``pattern`` (ECMAScript, std::regex) in Python's syntax: ``.`` excludes ``\\n``
+    and ``\\r``, ``$`` is the end of the text only, bracket expressions as
+    :func:`_bracket`; what Python would read but ECMAScript rejects raises
+    :class:`_Rejected`: a ``{`` that does not start a ``{n}``, ``{n,}`` or ``{n,m}``
+    quantifier, group syntax other than ``(?:``, ``(?=`` and ``(?!``, a possessive
+    quantifier, escapes of letters ECMAScript does not define."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\":
-            i += 2
+            text, i = _escape(pattern, i)
+            out.append(text)
             continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "^":
-                i += 1
-            if pattern[i + 1:i + 2] == "]":  # a leading ']' is a member
-                i += 1
-        elif c == "{":
-            if not _BRACE.match(pattern, i):
-                return None
-        elif c == "(" and pattern[i + 1:i + 2] == "?":
-            if pattern[i + 2:i + 3] not in (":", "=", "!"):
-                return None
+        if c == "[":
+            text, i = _bracket(pattern, i)
+            out.append(text)
+            continue
+        if c == "{" and not _BRACE.match(pattern, i):
+            raise _Rejected
+        if c == "(" and pattern[i + 1:i + 2] == "?" and pattern[i + 2:i + 3] not in (":", "=", "!"):
+            raise _Rejected
+        quantified = _QUANTIFIED.match(pattern, i)
+        if quantified is not None:
+            if pattern[quantified.end():quantified.end() + 1] == "+":  # a*+: no possessives
+                raise _Rejected
+            out.append(quantified.group())
+            i = quantified.end()
+            continue
+        out.append({".": "[^\\n\\r]", "$": "\\Z"}.get(c, c))
         i += 1
-    if in_class:
-        return None
+    return "".join(out)
+
+
+def ecma_regex(pattern: str) -> re.Pattern[str] | None:
+    """Python's compiled form of an ECMAScript pattern (:func:`_translate`), or None where
+    ``std::regex`` rejects it; ``\\d \\w \\s`` are ASCII classes as in std::regex's
+    default locale."""
     try:
-        return re.compile(pattern, re.ASCII)
-    except (re.error, RecursionError, OverflowError):
+        return re.compile(_translate(pattern), re.ASCII)
+    except (_Rejected, re.error, RecursionError, OverflowError):
         return None
 
 

@@ -404,3 +404,22 @@ def test_nullary_facts_file_with_blank_lines(tmp_path) -> None:
     r.load_inputs(tmp_path)
     r.materialise()
     assert r.relation_sizes() == {"Def": 1, "Undef": 0}
+
+
+def test_plus_concatenates_symbols() -> None:
+    prog = """
+    .decl B(y:symbol) B("u"). B("v").
+    .decl A(x:symbol)
+    A("pre-" + "-post").
+    A(x) :- B(y), x = "p" + y + "q".
+    A(y + "s") :- B(y), y + "s" != "vs".
+    .decl C(n:number) C(n) :- B(y), n = strlen(y + y).
+    """
+    assert sorted(lines(prog, "A")) == ["pre--post", "puq", "pvq", "us"]
+    assert lines(prog, "C") == ["2"]
+
+
+def test_plus_of_a_symbol_and_a_number_is_refused() -> None:
+    prog = '.decl B(y:symbol) B("u").\n.decl A(x:symbol)\nA(x) :- B(y), x = y + 1.'
+    with pytest.raises(ProgramError, match="type mismatch"):
+        lines(prog, "A")

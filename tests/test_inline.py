@@ -104,6 +104,19 @@ def test_record_patterns_in_inline_heads() -> None:
                         ("[3, 4]", "[1, 2]", 2), ("[3, 4]", "[3, 4]", 0)}  # nil never matches
 
 
+
+def test_wildcards_inside_record_arguments_of_inline_atoms() -> None:
+    """``c([x, _])`` with ``c`` inline: the ``_`` is one fresh variable wherever ``c``'s
+    head variable goes (a comparison included), as in Soufflé's inline_records test."""
+    got = run(".type C = [f: symbol, s: symbol]\n"
+              ".decl a(x: C, y: C) inline\na([\"h\", \"g\"], [\"t\", \"v\"]). a([\"t\", \"v\"], [\"n\", \"n\"]).\n"
+              ".decl c(x: C) inline\nc(x) :- a(x, y), x != y.\n"
+              ".decl d(x: symbol)\nd(x) :- c([x, _]).\n"
+              ".decl e(x: symbol)\ne(x) :- a([x, _], [_, _]).\n")
+    assert got["d"] == {("h",), ("t",)}
+    assert got["e"] == {("h",), ("t",)}  # each '_' its own variable
+
+
 @pytest.mark.parametrize(
     ("text", "line", "col", "fragment"),
     [

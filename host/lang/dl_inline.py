@@ -201,6 +201,11 @@ class _Inliner:
         k = next(self.fresh)
         subst: dict[str, STerm] = {}
         pending: list[tuple[STerm, STerm]] = []
+        wildcards = count()
+
+        def name_wildcards(n: Any) -> Any:
+            return SVar(f"_~{k}~{next(wildcards)}", n.loc) if isinstance(n, SWild) else n
+
         for h, a in zip(clause.head.args, atom.args, strict=True):
             # a record/ADT pattern becomes an equality with the argument (taken apart later
             # by dl_records when the argument is bound)
@@ -208,8 +213,7 @@ class _Inliner:
                 raise ProgramError(f"cannot inline '{atom.relation}': record or ADT patterns in "
                                    "the heads of inline relations are not supported (declare "
                                    "it without 'inline')", getattr(h, "loc", clause.loc))
-            if isinstance(a, SWild):
-                a = SVar(f"_~{k}~{len(subst) + len(pending)}", a.loc)
+            a = transform(a, name_wildcards)  # '_' in the atom: one fresh variable each
             if isinstance(h, SVar) and h.name not in subst:
                 subst[h.name] = a
             elif not isinstance(h, SWild):
@@ -228,7 +232,6 @@ class _Inliner:
         if not parts:
             return SBool(True, atom.loc)
         return parts[0] if len(parts) == 1 else SAnd(tuple(parts))
-
 
 
 def _atoms_in(node: Any) -> Iterator[SAtom]:

@@ -200,3 +200,32 @@ def test_scan_equals_general_evaluator(data) -> None:
             listed = [tuple(int(c[i]) for c in o.cols) for i in range(o.n)]
             assert listed == sorted(set(listed))
             assert [tuple(int(c[i]) for c in o.rows.cols) for i in range(o.n)] == listed
+
+
+def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch) -> None:
+    """Consecutive small updates on the host twin copy the state to the host once and
+    never back to the device until the device is needed (a materialisation): before, the
+    update's first line read ``engine.store`` and so copied every counter array back."""
+    from gpu_engine import Reasoner, twin
+
+    copies: list[str] = []
+    original = twin.state_to
+
+    def counted(st, be):
+        copies.append(be.name)
+        return original(st, be)
+
+    monkeypatch.setattr(twin, "state_to", counted)
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
+    r = Reasoner(".decl e(x:number, y:number)\n.decl p(x:number, y:number)\n"
+                 "p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n", device="cpu",
+                 counting=True)
+    r.add_facts("e", [(i, i + 1) for i in range(20)])
+    r.materialise()
+    for k in range(3):
+        r.update(delete={"e": [(k, k + 1)]}, algorithm="dredc")
+        r.update(insert={"e": [(k, k + 1)]}, algorithm="dredc")
+        assert r.relation("p").num_rows == 210
+    assert len(copies) == 1  # to the host, once
+    r.update(delete={"e": [(5, 6)]}, algorithm="remat")  # the device's own path
+    assert len(copies) == 2 and r.relation("p").num_rows == 15 + 105

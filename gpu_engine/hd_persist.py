@@ -67,9 +67,10 @@ def _plans(engine: Any) -> list[tuple[str, Any]]:
 def export_bags(engine: Any) -> list[SavedBag]:
     """The kept bags of the decomposed rules' nodes (without negation) brought to the
     engine's current materialisation, as host arrays."""
-    st = engine.state
-    if st.decompose == "off" or not st.decompositions:
+    st = engine.current_state()  # no switch back from a host twin when there is nothing
+    if st.decompose == "off" or all(d is None for d in st.decompositions.values()):
         return []
+    st = engine.state  # the bags live with the engine's own state
     bags: NodeBags = engine.hd.bags()
     ev, be = engine.evaluator, engine.be
     out: list[SavedBag] = []

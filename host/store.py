@@ -178,13 +178,14 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
         if engine.program.equality is not None:  # ρ: representatives over the dictionary
             files["rho.arrow"] = _write_table(tmp / "rho.arrow", pa.table(
                 {"rho": np.asarray(engine.be.to_host(engine.rho()), np.int64)}))
-        counting = bool(engine.counters)
+        state = engine.current_state()  # a GPU engine's host twin when it ran the last update
+        counting = bool(state.counters)
         relations = {}
         for k, (rel_name, rel) in enumerate(engine.program.relations.items()):
             e_cols = engine.explicit_columns(rel_name)
             e_file = f"E/{k:04d}.arrow"
             files[e_file] = _write_table(tmp / e_file, _rows_table(
-                e_cols, len(engine.explicit[rel_name]), rel.arity))
+                e_cols, len(state.explicit[rel_name]), rel.arity))
             extra = {}
             if counting:
                 c_nr, c_r = engine.counter_arrays(rel_name)
@@ -202,7 +203,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "written_on": reasoner.device, "source_name": reasoner.source_name,
             # the engine state's scalar fields (counting, modules, counted_with)
-            **{f: getattr(engine.state, f) for f in EngineState.fields_kept_as(META)},
+            **{f: getattr(state, f) for f in EngineState.fields_kept_as(META)},
             "counters": counting,
             "word_size": getattr(reasoner, "word_size", 32),  # of number/unsigned/float
             # user-defined functors: the libraries loaded (reloaded by path on open)

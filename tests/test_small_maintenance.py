@@ -202,10 +202,13 @@ def test_scan_equals_general_evaluator(data) -> None:
             assert [tuple(int(c[i]) for c in o.rows.cols) for i in range(o.n)] == listed
 
 
-def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch) -> None:
+def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) -> None:
     """Consecutive small updates on the host twin copy the state to the host once and
     never back to the device until the device is needed (a materialisation): before, the
-    update's first line read ``engine.store`` and so copied every counter array back."""
+    update's first line read ``engine.store`` and so copied every counter array back; saving
+    to a store read ``engine.state`` likewise."""
+    from gpu_engine.host.store import open_store, save_store
+
     from gpu_engine import Reasoner, twin
 
     copies: list[str] = []
@@ -227,5 +230,9 @@ def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch) -> None:
         r.update(insert={"e": [(k, k + 1)]}, algorithm="dredc")
         assert r.relation("p").num_rows == 210
     assert len(copies) == 1  # to the host, once
+    save_store(r, tmp_path / "store")  # written from the host's state
+    assert len(copies) == 1
+    again = open_store(tmp_path / "store", device="cpu")
+    assert again.relation("p").num_rows == 210 and again.engine.counter_arrays("p")[0].sum() > 0
     r.update(delete={"e": [(5, 6)]}, algorithm="remat")  # the device's own path
     assert len(copies) == 2 and r.relation("p").num_rows == 15 + 105

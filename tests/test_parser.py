@@ -416,6 +416,12 @@ def test_syntax_errors(text: str, line: int, col: int, fragment: str) -> None:
         # Soufflé's evaluation-internal relations: debug_delta only (tests/test_iteration_counter)
         (".decl A(x:number)\n.decl D = delta_debug(A)\n", 2, 11, "unknown relation kind"),
         (".decl A(x:number)\n.decl D = debug_delta(B)\n", 2, 23, "undeclared relation"),
+        # .plan is ignored, but an order that is not one of the rule's atoms is an error
+        (".decl A(x:number)\nA(x) :- A(x), A(x).\n.plan 0: (1, 1)\n", 3, 7, "execution order"),
+        (".decl A(x:number)\nA(x) :- A(x), A(x).\n.plan 0: (1, 2), 1: (2)\n", 3, 18,
+         "rule's 2 body atom(s)"),
+        (".decl A(x:number)\nA(x) <= A(y) :- A(x), x < y.\n.plan 0: (1, 2)\n", 3, 7,
+         "rule's 3 body atom(s)"),
     ],
 )
 def test_declaration_errors(text: str, line: int, col: int, fragment: str) -> None:

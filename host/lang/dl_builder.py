@@ -141,7 +141,11 @@ class Builder(Transformer):
     # ---- program and declarations -----------------------------------------------------
 
     def start(self, children: list[Any]) -> list[Any]:
-        return [c for c in children if c is not None]
+        out = [c for c in children if c is not None]
+        for k, s in enumerate(out):
+            if isinstance(s, NoteStmt) and s.plan:
+                _check_plan(s, out[k - 1] if k and isinstance(out[k - 1], RuleStmt) else None)
+        return out
 
     def decl(self, children: list[Any]) -> DeclStmt:
         kw, names, attributes, *qualifiers = children
@@ -212,12 +216,12 @@ class Builder(Transformer):
         return str(key), str(value)
 
     def plan(self, children: list[Any]) -> NoteStmt:
-        return NoteStmt(
-            "ignored .plan (the engine chooses its own join order)", self._loc(children[0])
-        )
+        return NoteStmt("ignored .plan (the engine chooses its own join order)",
+                        self._loc(children[0]), plan=tuple(children[1:]))
 
-    def plan_item(self, children: list[Any]) -> None:
-        return None
+    def plan_item(self, children: list[Any]) -> tuple[int, tuple[int, ...], Location]:
+        version, *order = children
+        return int(version), tuple(int(o) for o in order if o is not None), self._loc(version)
 
     def pragma(self, children: list[Any]) -> NoteStmt:
         kw, *args = children
@@ -416,3 +420,19 @@ class Builder(Transformer):
         if op != "count" and target is None:
             raise ProgramError(f"'{op}' needs a target variable ({op} x : ...)", loc)
         return SAgg(op, target, children[-1], loc)
+
+
+def _check_plan(note: NoteStmt, rule: RuleStmt | None) -> None:
+    """Soufflé's check of a ``.plan`` (ignored here, but an invalid one is an error):
+    each order is a permutation of the numbers of the preceding rule's body atoms."""
+    atoms = None
+    if rule is not None and rule.body is not None and not isinstance(rule.body, SOr):
+        items = rule.body.items if isinstance(rule.body, SAnd) else (rule.body,)
+        if not any(isinstance(i, SOr) for i in items):
+            # a subsumptive rule's dominated and dominating atoms are body atoms too
+            atoms = sum(isinstance(i, SAtom) for i in items) + 2 * (rule.dominating is not None)
+    for _, order, loc in note.plan:
+        n = len(order) if atoms is None else atoms
+        if sorted(order) != list(range(1, n + 1)):
+            raise ProgramError(f"invalid execution order in .plan: ({', '.join(map(str, order))}) "
+                               f"is not an order of the rule's {n} body atom(s)", loc)

@@ -246,6 +246,7 @@ class NoteStmt:
     text: str
     loc: Location
     pragma: tuple[str, str] | None = None
+    plan: tuple[tuple[int, tuple[int, ...], Location], ...] = ()  # .plan: (version, order)
 
 
 # --- components (expanded away by host.lang.dl_components before lowering) ---------------

@@ -409,7 +409,8 @@ class ClauseTyper:
         if op == "recursive_iteration_cnt":  # the seminaive iteration (gpu_engine.iteration)
             self._expect_result(t, "unsigned", expected, ctx)
             return Call("iteration", (), "unsigned")
-        if op == "+" and expected == "symbol":  # Soufflé 2.4: '+' concatenates symbols
+        if op == "+" and expected == "symbol" and not any(  # Soufflé 2.4: '+' concatenates
+                isinstance(a, SNum) or self.infer(a) not in (None, "symbol") for a in t.args):
             args = tuple(self.lower_term(a, "symbol", "an operand of '+'") for a in t.args)
             return Call("cat", args, "symbol")
         if op in _POLY_OPS:

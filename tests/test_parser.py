@@ -565,3 +565,15 @@ def test_symbol_constants_print_as_literals_that_read_back(text: str) -> None:
     literal = fmt_term(Const(text, "symbol"))
     parsed = parse_program(f".decl a(x: symbol)\na({literal}).", "<t>").program
     assert [tuple(r) for r in parsed.facts["a"]] == [(text,)]
+
+
+def test_instance_relations_whose_names_start_with_a_directive() -> None:
+    """``pt.declA``: ``.decl`` is a directive only as a whole word (Soufflé's
+    syntactic/dot_identifiers)."""
+    from gpu_engine import Reasoner
+
+    r = Reasoner(".comp P {\n .decl declA(u:number)\n .decl outputB(u:number)\n}\n"
+                 ".init pt = P\npt.declA(3).\npt.outputB(4).\n.decl r(x:number)\n"
+                 "r(x) :- pt.declA(x) ; pt.outputB(x).\n", device="cpu")
+    r.materialise()
+    assert sorted(r.render("r").split()) == ["3", "4"]

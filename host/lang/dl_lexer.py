@@ -25,7 +25,7 @@ _MASTER = re.compile(
     |(?P<NUMBER>0x[0-9a-fA-F]+u?|0b[01]+u?|[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+|[0-9]+\.[0-9]+|[0-9]+u?)
     |(?P<CHOICE>choice-domain)
     |(?P<IDENT>[_?a-zA-Z][_?a-zA-Z0-9]*)
-    |(?P<DIRECTIVE>\.[a-z_]+)
+    |(?P<DIRECTIVE>\.[a-z_]+(?![_?a-zA-Z0-9]))
     |(?P<PUNCT>:-|<:|<=|>=|!=|[-+*/%^()\[\]{},.:;=<>!|@$])
     """,
     re.VERBOSE,

@@ -85,6 +85,11 @@ def test_errors_in_included_files_name_the_file_line_and_column(tmp_path: Path) 
     with pytest.raises(ProgramError) as info:  # columns after the directive are kept
         parse_file(tmp_path / "main.dl")
     assert str(info.value).startswith(f"{tmp_path / 'main.dl'}:2:28: syntax error")
+    # the end of the text: after an include, still the including file's own lines
+    (tmp_path / "main.dl").write_text('.include "inc.dl"\n.decl a(x:number)\na(1')
+    with pytest.raises(ProgramError) as info:
+        parse_file(tmp_path / "main.dl")
+    assert str(info.value).startswith(f"{tmp_path / 'main.dl'}:3:4: syntax error: unexpected end")
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ _QUALIFIED = re.compile(r"(?:\.[_?a-zA-Z][_?a-zA-Z0-9]*)+")
 
 # `# 12 "file.dl"` and `#line 12 "file.dl"` markers (as cpp and the .include expansion of
 # host/lang/dl_source.py write them): the next line is line 12 of file.dl.
-_LINE_MARKER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?(?:\s|$)')
+LINE_MARKER = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?(?:\s|$)')
 
 
 class SourceToken(Token):
@@ -103,7 +103,7 @@ class DatalogLexer(Lexer):
             column = pos - line_start + 1
             if kind in ("WS", "COMMENT", "PREPROCESSOR", "STRING"):
                 if kind == "PREPROCESSOR":
-                    marker = _LINE_MARKER.match(value)
+                    marker = LINE_MARKER.match(value)
                     if marker is None:
                         raise LexError(
                             f"C preprocessor directive '{value.split()[0]}', but the text "

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpu_engine.host.lang.dl_lexer import _LINE_MARKER, _MASTER, marker_file
+from gpu_engine.host.lang.dl_lexer import _MASTER, LINE_MARKER, marker_file
 
 from gpu_engine.ir import Location, ProgramError
 
@@ -202,7 +202,7 @@ def _expand_includes(text: str, name: str, options: SourceOptions, once: set[str
         kind, value = m.lastgroup, m.group()
         column = pos - line_start + 1
         if kind == "PREPROCESSOR":
-            marker = _LINE_MARKER.match(value)
+            marker = LINE_MARKER.match(value)
             if marker is not None:
                 line = int(marker.group(1)) - 1
                 if marker.group(2) is not None:

@@ -27,7 +27,7 @@ from gpu_engine.host.lang.dl_builder import Builder
 from gpu_engine.host.lang.dl_components import expand_components
 from gpu_engine.host.lang.dl_fold import word_size_context
 from gpu_engine.host.lang.dl_inline import inline_relations
-from gpu_engine.host.lang.dl_lexer import DatalogLexer, LexError
+from gpu_engine.host.lang.dl_lexer import LINE_MARKER, DatalogLexer, LexError, marker_file
 from gpu_engine.host.lang.dl_lower import Lowering
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
 from gpu_engine.host.lang.dl_source import SourceOptions, expand_source, load_source
@@ -154,8 +154,19 @@ def _expected(lark: Lark, names: set[str] | frozenset[str]) -> str:
 
 
 def _end_location(text: str, filename: str) -> Location:
+    """Where the text ends, in the file and line that the last line marker (an
+    ``.include`` expansion, cpp) says its last line is."""
     lines = text.split("\n")
-    return Location(filename, len(lines), len(lines[-1]) + 1)
+    file, line = filename, 0
+    for raw in lines:
+        marker = LINE_MARKER.match(raw) if raw.lstrip().startswith("#") else None
+        if marker is not None:
+            line = int(marker.group(1)) - 1
+            if marker.group(2) is not None:
+                file = marker_file(marker.group(2))
+        else:
+            line += 1
+    return Location(file, max(line, 1), len(lines[-1]) + 1)
 
 
 def _syntax_error(e: UnexpectedInput, text: str, filename: str, lark: Lark) -> ProgramError:

@@ -11,6 +11,7 @@ from itertools import product
 from gpu_engine.host.lang.dl_aggregate import AggregateLowering
 from gpu_engine.host.lang.dl_equality import lower_equality, note_spelled_out
 from gpu_engine.host.lang.dl_result import Directive, ParsedProgram
+from gpu_engine.host.lang.dl_subtypes import Subtypes, check_clause
 from gpu_engine.host.lang.dl_syntax import (
     DeclStmt,
     FunctorStmt,
@@ -99,6 +100,8 @@ class Lowering:
         self.magic: list[tuple[str, Location]] = []
         self.demand_only: frozenset[str] = frozenset()
         self.attr_types: dict[str, tuple[str, ...]] = {}  # front-end types (records too)
+        self.subtypes = Subtypes([s for s in statements if isinstance(s, TypeStmt)])
+        self.declared: dict[str, tuple[str, ...]] = {}  # attribute type names as declared
         self.aggregates = AggregateLowering(self.program, self.types, self.attr_types)
         for stmt in statements:
             if isinstance(stmt, FunctorStmt):
@@ -242,6 +245,7 @@ class Lowering:
                 n.name, tuple(attributes), representation, n.loc, choice,
                 formats if any(f is not None for f in formats) else ())
             self.attr_types[n.name] = front
+            self.declared[n.name] = tuple(t.name for _, t in stmt.attributes)
         self._decl_extras[id(stmt)] = (directives, notes)
 
     def _declare_debug_delta(self, stmt: DeclStmt) -> None:
@@ -320,6 +324,7 @@ class Lowering:
         assert stmt.dominating is not None
         low, high = named(stmt.heads[0]), named(stmt.dominating)
         for body in bodies:
+            check_clause(low, [low, high, *body], self.declared, self.attr_types, self.subtypes)
             typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types,
                                 self.attr_types)
             lowered = typer.lower()
@@ -341,6 +346,7 @@ class Lowering:
                                 if has_untyped_records(body) else [(written, body)])
                    for c in self.aggregates.expand(h, b)]
         for head, body in clauses:
+            check_clause(head, body, self.declared, self.attr_types, self.subtypes)
             try:
                 lowered = ClauseTyper(head, body, self.program.relations, self.types,
                                       self.attr_types).lower()

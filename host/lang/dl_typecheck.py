@@ -334,10 +334,6 @@ class ClauseTyper:
         t = lt or rt or "number"
         if is_record_type(t) and c.op not in ("=", "!="):
             raise ProgramError(f"ordering comparison '{c.op}' on {t} is not supported", c.op_loc)
-        if t == "symbol" and c.op not in ("=", "!="):
-            raise ProgramError(
-                f"ordering comparison '{c.op}' on symbols is not supported", c.op_loc
-            )
         self._range_ok = c.op == "=" and isinstance(c.right, SVar) and _is_range(c.left)
         left = self.lower_term(c.left, t, f"the left side of '{c.op}'")
         self._range_ok = c.op == "=" and isinstance(c.left, SVar) and _is_range(c.right)

@@ -386,6 +386,8 @@ def test_as_casts() -> None:
         (".decl A(x:symbol)\n /* abc\n", 2, 2, "unterminated comment"),
         ('.decl A(x:symbol)\nA("a\\qb").\n', 2, 3, "unknown escape sequence"),
         ('#include "x.dl"\n', 1, 1, "preprocessor"),
+        (".decl r(x:symbol, y:symbol) choice-domain x, y btree\n", 1, 50,
+         "unexpected 'btree' after the choice-domain"),
     ],
 )
 def test_syntax_errors(text: str, line: int, col: int, fragment: str) -> None:

@@ -149,6 +149,10 @@ class Builder(Transformer):
 
     def decl(self, children: list[Any]) -> DeclStmt:
         kw, names, attributes, *qualifiers = children
+        for before, after in zip(qualifiers, qualifiers[1:]):
+            if isinstance(before, SChoice):  # Soufflé's grammar: the choice-domain comes last
+                raise ProgramError(f"syntax error: unexpected '{after.name}' after the "
+                                   "choice-domain of a declaration", after.loc)
         return DeclStmt(tuple(names), tuple(attributes or ()), tuple(qualifiers), self._loc(kw))
 
     def ident_list(self, children: list[Token]) -> tuple[Named, ...]:

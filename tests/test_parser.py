@@ -386,7 +386,7 @@ def test_as_casts() -> None:
         (".decl A(x:symbol)\n /* abc\n", 2, 2, "unterminated comment"),
         ('.decl A(x:symbol)\nA("a\\qb").\n', 2, 3, "unknown escape sequence"),
         ('#include "x.dl"\n', 1, 1, "preprocessor"),
-        (".decl r(x:symbol, y:symbol) choice-domain x, y btree\n", 1, 50,
+        (".decl r(x:symbol, y:symbol) choice-domain x, y btree\n", 1, 48,
          "unexpected 'btree' after the choice-domain"),
     ],
 )

@@ -460,7 +460,6 @@ def test_declaration_errors(text: str, line: int, col: int, fragment: str) -> No
             22,
             "variable 'x' is number but argument 1 of 'strlen' is symbol",
         ),
-        ('S(x) :- S(x), x < "b".', 3, 17, "ordering comparison '<' on symbols"),
         ("A(x % 2.5) :- A(x).", 3, 7, "float constant 2.5 but an operand of '%' is number"),
         ("A(x) :- A(x), itof(x) % 2.0 = 1.0.", 3, 23, "'%' computes number or unsigned values"),
     ],

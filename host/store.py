@@ -89,9 +89,11 @@ State = dict[str, tuple[tuple[np.ndarray, ...], int]]
 def current_version(store_dir: str | Path) -> str | None:
     """The committed version's directory name, or None when nothing was committed."""
     try:
-        name = (Path(store_dir) / "CURRENT").read_text().strip()
+        name = (Path(store_dir) / "CURRENT").read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError:
+        raise StoreError(f"store {store_dir}: CURRENT is corrupt (not UTF-8 text)") from None
     if not _VERSION_RE.match(name):
         raise StoreError(f"store {store_dir}: CURRENT holds {name!r}, not a version name")
     return name
@@ -345,10 +347,10 @@ def read_meta(store_dir: str | Path, version: str | None = None) -> dict[str, An
         raise StoreError(f"store {store_dir} has no committed version")
     path = Path(store_dir) / name / "meta.json"
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise StoreError(f"store version {path.parent} is missing meta.json") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: corrupt metadata ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StoreError(f"{path}: not a gpu-engine store")

@@ -238,6 +238,12 @@ def test_missing_and_corrupt_stores(case: tuple[Path, Path], tmp_path: Path) -> 
     (v / "meta.json").write_text("{")
     with pytest.raises(StoreError, match="corrupt metadata"):
         open_store(store)
+    (v / "meta.json").write_bytes(b'{"format": "\xff"}')  # not UTF-8 (found by fuzz-inputs)
+    with pytest.raises(StoreError, match="meta.json: corrupt metadata"):
+        open_store(store)
+    (store / "CURRENT").write_bytes(b"v0000\xa20001\n")
+    with pytest.raises(StoreError, match="CURRENT is corrupt"):
+        open_store(store)
     (store / "CURRENT").write_text("../elsewhere\n")
     with pytest.raises(StoreError, match="not a version name"):
         open_store(store)

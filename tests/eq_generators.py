@@ -69,9 +69,11 @@ def equality_program(seed: int, layered: bool = False) -> EqCase:
             facts[name].add(tuple(_value(rng, k) for k in cols))
     names = [n for n in kinds if n not in ("same", "raw")]
     rules: list[Rule] = []
+    raw_rule = None
     if "raw" in kinds:
         args = tuple(Var(f"m{i}") for i in range(len(kinds["raw"])))
-        rules.append(Rule(Atom(src, args), (Atom("raw", args),)))
+        raw_rule = Rule(Atom(src, args), (Atom("raw", args),))
+        rules.append(raw_rule)
     counter = [0]
 
     def fresh() -> Var:
@@ -178,7 +180,13 @@ def equality_program(seed: int, layered: bool = False) -> EqCase:
     for n, rows in facts.items():
         for row in sorted(rows, key=str):
             lines.append(f"{n}({', '.join(_render(v) for v in row)}).")
-    lines.extend(render_rule(r) for r in rules)
+    for r in rules:
+        if r is raw_rule:  # a symbol into a column of type D: Soufflé wants the cast
+            heads = ", ".join(f"as(m{i}, D)" if k == "D" else f"m{i}"
+                              for i, k in enumerate(kinds[src]))
+            lines.append(f"{src}({heads}) :- {render_rule(r).split(':-', 1)[1].strip()}")
+        else:
+            lines.append(render_rule(r))
     text = "\n".join(lines) + "\n"
     spelled = Program(relations, tuple(rules) + tuple(axioms(kinds)),
                       inline_facts={n: sorted(r, key=str) for n, r in facts.items() if r})

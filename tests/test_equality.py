@@ -144,7 +144,7 @@ def test_class_merged_over_several_rounds_reaches_rules_reading_it() -> None:
     (".decl p(x: symbol) .decl n(x: number) .decl s(x: symbol, y: symbol) equality\n"
      "n(c) :- c = count : { p(_) }.", "aggregate"),
     (".type A <: symbol .type B <: symbol .decl p(x: A) .decl q(x: B)\n"
-     ".decl s(x: A, y: A) equality\nq(x) :- p(x).", "joins a column"),
+     ".decl s(x: A, y: A) equality\nq(as(x, B)) :- p(x).", "joins a column"),
     (".decl s(x: number, y: number) equality", "only symbol types"),
     (".decl s(x: symbol, y: symbol) equality .decl t(x: symbol, y: symbol) equality",
      "only one relation"),

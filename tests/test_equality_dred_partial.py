@@ -135,7 +135,7 @@ def test_a_rule_from_an_unmerged_column_explodes() -> None:
     .decl same(x: D, y: D) equality
     .decl seen(x: D)
     same(x, y) :- key(x, k), key(y, k).
-    seen(x) :- raw(x).
+    seen(as(x, D)) :- raw(x).
     seen(x) :- knows(x, _).
     """
     facts = {"key": [(m, "K") for m in MEMBERS[:10]], "raw": [("m3",), ("m5",)],

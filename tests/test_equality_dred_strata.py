@@ -40,7 +40,7 @@ same(x, y) :- key(x, k), key(y, k).
 person(x) :- knows(x, _).
 person(x) :- knows(_, x).
 person(x) :- typ(x, "P").
-person(x) :- raw(x).
+person(as(x, D)) :- raw(x).
 rich(x) :- person(x), attr(x, "1").
 rich(x) :- typ(x, "R").
 linked(x, y) :- knows(x, y), person(y).

@@ -320,16 +320,23 @@ class EqualityEngine(Engine):
     @property
     def _rho(self) -> Any:
         """ρ as stored in the engine state (restored with it when an update fails)."""
-        r = self._state.rho
+        r = self.state.rho  # (the device's, brought up to date after host twin updates)
         return r if r is not None else self.be.xp.zeros(0, dtype=INDEX)
 
     @_rho.setter
     def _rho(self, value: Any) -> None:
         self._state.rho = value
 
+    def set_modules(self, modules: str) -> None:
+        super().set_modules(modules)
+        if hasattr(self, "eq_stratum"):  # merges run between rounds: never a module
+            self.module_plans.pop(self.eq_stratum, None)
+            for i in getattr(self, "_flow", ()):
+                self.module_plans.pop(i, None)
+
     def rho(self) -> Any:
         """ρ over the whole dictionary (identity beyond the ids merged so far)."""
-        have = self._state.rho
+        have = self.state.rho
         if have is not None and len(have) >= len(self.symbols):  # type: ignore[arg-type]
             return have
         old = self._rho
@@ -871,6 +878,8 @@ class EqualityEngine(Engine):
 
     def expanded_size(self, name: str) -> int:
         """The number of facts of ``name``'s expansion (Σ over rows of Π class sizes)."""
+        if (host := self._host_reads()) is not None:  # a GPU engine's current host twin
+            return host.expanded_size(name)
         pos = self.equality.domain.get(name, ())
         if not pos or not len(self.store[name]) or self._no_classes():
             return len(self.store[name])
@@ -882,6 +891,8 @@ class EqualityEngine(Engine):
         """The expansion of ``name`` as sorted host int64 columns: each rewritten row
         stands for the product of the classes of its domain values
         (:func:`gpu_engine.equality_expand.expand_sorted`)."""
+        if (host := self._host_reads()) is not None:  # a GPU engine's current host twin
+            return host.expanded_columns(name)
         pos = self.equality.domain.get(name, ())
         if not pos or self._no_classes():
             return self.columns(name)
@@ -895,6 +906,9 @@ class EqualityEngine(Engine):
                         ) -> Iterator[tuple[np.ndarray, ...]]:
         """The expansion of ``name`` as host int64 columns in chunks of about
         ``chunk_rows`` rows, unsorted (grouped by rewritten row): for streaming."""
+        if (host := self._host_reads()) is not None:
+            yield from host.expanded_chunks(name, chunk_rows)
+            return
         pos = self.equality.domain.get(name, ())
         rows = self.store[name].compact()
         if not pos:
@@ -908,6 +922,8 @@ class EqualityEngine(Engine):
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(representative, member) host columns for every class of two or more members,
         sorted."""
+        if (host := self._host_reads()) is not None:
+            return host.classes()
         xp = self.be.xp
         rho = self.rho()
         ids = xp.arange(len(rho), dtype=INDEX)

@@ -89,7 +89,7 @@ from gpu_engine.kernels.components import connected_components
 from gpu_engine.kernels.join import expand
 
 from . import equality_occurrences as occ
-from . import touch
+from . import touch, twin
 from .affected import affected
 from .backward_plan import one_step
 from .engine import _atoms
@@ -278,6 +278,10 @@ def unsupported(engine: Any) -> str:
     return ""
 
 
+class RematOnDevice(Exception):
+    """A GPU engine's host twin chose Remat≈: the device runs it (its message: why)."""
+
+
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                  algorithm: str | None = None) -> UpdateStats:
     """Apply E⁻ = ``delete``, E⁺ = ``insert`` to an equality engine with ``algorithm``
@@ -292,6 +296,19 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError(f"the {alg} algorithm cannot maintain a program with the equality "
                          f"relation '{eq.relation}' (counters mean nothing after a merge): "
                          "use remat (Remat≈), dred_eq (DRed≈), bf_eq (B/F≈) or auto")
+    changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
+    if alg != "remat" and twin.wanted(engine, changed, alg, 0):  # a small change on a GPU
+        t = engine.twin()
+        try:
+            stats = apply_update(t.to_host(), insert, delete, algorithm)
+        except RematOnDevice as exc:  # the host's state as it was: Remat≈ on the device
+            stats = apply_update(engine, insert, delete, "remat")
+            stats.note = f"{exc} (on the device, the host twin's choice)"
+        else:
+            t.host_updated()
+            stats.device = f"{engine.be.name} (host twin)"
+        stats.seconds = time.perf_counter() - t0
+        return stats
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
     saved = engine.state.snapshot()
     saved_rho = engine.rho()
@@ -390,6 +407,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                 run = give_up("DRed≈", exc)
                 stats.overdeleted = 0
         if run == "remat":
+            if getattr(engine, "is_twin", False):  # the device rematerialises, not the host
+                raise RematOnDevice(stats.note or "Remat≈: rematerialised by rewriting")
             engine.explicit = new_e
             m = engine.materialise()
             stats.derivations = m.derivations

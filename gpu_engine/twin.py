@@ -13,8 +13,8 @@ relations and counters are served by whichever side is current.
 Copies cost what changed: relations are immutable runs, and each run remembers its copy on
 the other backend (``RowSet._mirror``), so a switch copies only the runs (and tombstone
 sets) made since the last switch; counter arrays, updated in place by commits, are copied
-whole; the paper-002 module state is rebuilt on the side that needs it.  An update on the
-host must not read ``engine.state`` (which switches back): the dispatch in
+whole; the paper-002 module state is rebuilt on the side that needs it; an equality engine's ρ travels with the state and each side
+renormalises its rules under it.  An update on the host must not read ``engine.state`` (which switches back): the dispatch in
 ``maintenance.apply_update`` reads ``engine.current_state()``.
 """
 
@@ -80,7 +80,8 @@ def state_to(st: EngineState, be: Any) -> EngineState:
                   for n, c in st.counters.items()},
         counting=st.counting, materialised=st.materialised, modules=st.modules,
         counted_with=st.counted_with, module_state={}, symbols=st.symbols,
-        records=st.records, decompose=st.decompose, decompositions=st.decompositions)
+        records=st.records, decompose=st.decompose, decompositions=st.decompositions,
+        rho=None if st.rho is None else conv(st.rho))
 
 
 class Twin:
@@ -101,6 +102,11 @@ class Twin:
             self.host.set_modules(self.engine.modules)
             self.host.state.module_state = {}
             self.host_current = True
+            if hasattr(self.host, "renormalise_rules"):  # equality: the rules under ρ
+                self.host.renormalise_rules()
+                # auto's budgets weigh the updates against Remat≈, which the device runs
+                self.host.materialise_seconds = getattr(self.engine, "materialise_seconds",
+                                                        None)
         return self.host
 
     def to_device(self) -> None:
@@ -110,6 +116,8 @@ class Twin:
         st = state_to(self.host.state, self.engine.be)
         self.engine._state = st
         self.device_current = True
+        if hasattr(self.engine, "renormalise_rules"):
+            self.engine.renormalise_rules()
 
     def host_updated(self) -> None:
         self.device_current = False

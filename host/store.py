@@ -179,7 +179,7 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             tmp / "records.arrow", pa.table({"fields": reasoner.symbols.records.to_arrow()}))
         if engine.program.equality is not None:  # ρ: representatives over the dictionary
             files["rho.arrow"] = _write_table(tmp / "rho.arrow", pa.table(
-                {"rho": np.asarray(engine.be.to_host(engine.rho()), np.int64)}))
+                {"rho": np.asarray(_current(engine).be.to_host(_current(engine).rho()), np.int64)}))
         state = engine.current_state()  # a GPU engine's host twin when it ran the last update
         counting = bool(state.counters)
         relations = {}
@@ -466,3 +466,9 @@ def _columns(t: pa.Table, arity: int) -> tuple[np.ndarray, ...]:
 
 __all__ = ["StoreError", "current_version", "open_store", "read_meta", "save_store",
            "store_lock", "store_versions"]
+
+
+def _current(engine: Any) -> Any:
+    """The engine whose state is current: a GPU engine's host twin after host updates."""
+    host = engine._host_reads() if hasattr(engine, "_host_reads") else None
+    return host if host is not None else engine

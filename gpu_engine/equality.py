@@ -418,7 +418,7 @@ class EqualityEngine(Engine):
         eq = self.equality.relation
         stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
         rho = self.rho()
-        sizes = self.be.xp.bincount(rho, minlength=len(rho))
+        sizes = self.be.bincount(rho, len(rho))
         big = sizes[sizes > 1]
         stats.equality = {
             "relation": eq,
@@ -927,7 +927,7 @@ class EqualityEngine(Engine):
         xp = self.be.xp
         rho = self.rho()
         ids = xp.arange(len(rho), dtype=INDEX)
-        sizes = xp.bincount(rho, minlength=len(rho))
+        sizes = self.be.bincount(rho, len(rho))
         keep = sizes[rho] > 1
         rs = RowSet.from_columns(self.be, (rho[keep], ids[keep]), 2)
         return tuple(self.be.to_host(c) for c in rs.cols)  # type: ignore[return-value]

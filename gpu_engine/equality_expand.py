@@ -47,7 +47,7 @@ def class_index(be: Backend, rho: Any) -> tuple[Any, Any, Any]:
     changed ρ pays for the classes, not a scatter over the dictionary."""
     xp = be.xp
     n = len(rho)
-    sizes = xp.bincount(rho, minlength=n).astype(INDEX)
+    sizes = be.bincount(rho, n)
     multi = xp.flatnonzero(sizes[rho] > 1).astype(INDEX)
     k = len(multi)
     offsets = xp.arange(k, k + n, dtype=INDEX)
@@ -98,7 +98,7 @@ def shrink_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any, gone: An
     if not in_place:
         members, offsets, sizes = members.copy(), offsets.copy(), sizes.copy()
     members[at] = ids[order]
-    sizes[reps] = sizes[reps] - xp.bincount(which[out], minlength=len(reps)).astype(
+    sizes[reps] = sizes[reps] - be.bincount(which[out], len(reps)).astype(
         sizes.dtype)
     left = ids[out]
     offsets[left] = k + left

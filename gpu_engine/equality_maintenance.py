@@ -847,11 +847,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         before = bool(whole.any() or split.any())
         which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver)
         gone = ~keep
-        lost = xp.bincount(which[gone], minlength=len(reps)) > 0
+        lost = be.bincount(which[gone], len(reps)) > 0
         # explode when a leaver is a rule constant, or no member stays with the
         # representative (the leavers' facts are about all of the class's rows then)
-        alone = xp.bincount(which[keep], minlength=len(reps)) < 2
-        bad = lost & ((xp.bincount(which[gone & const[m]], minlength=len(reps)) > 0) | alone
+        alone = be.bincount(which[keep], len(reps)) < 2
+        bad = lost & ((be.bincount(which[gone & const[m]], len(reps)) > 0) | alone
                       if partial else True)
         whole[reps] = ~lost
         split[reps[lost & ~bad]] = True

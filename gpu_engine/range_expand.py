@@ -38,8 +38,10 @@ def expand_range(be: Backend, args: list[Any], typ: ColumnType,
     mag = xp.where(step == 0, 1, xp.abs(step))
     count = xp.where(pos | neg, xp.maximum(span + mag - 1, 0) // mag, (lo != hi).astype(INDEX))
     count = xp.where(span > 0, count, xp.where(step == 0, count, 0)).astype(INDEX)
-    rows = xp.repeat(xp.arange(len(lo), dtype=INDEX), count)
-    starts = xp.cumsum(count) - count
+    ends = xp.cumsum(count)
+    starts = ends - count
+    total = be.scalar(ends[-1]) if len(ends) else 0  # (CuPy before 14.1: no array repeats)
+    rows = xp.searchsorted(ends, xp.arange(total, dtype=INDEX), side="right").astype(INDEX)
     k = xp.arange(len(rows), dtype=INDEX) - starts[rows]
     return rows, wrap(be, lo[rows] + k * step[rows], typ, bits)
 

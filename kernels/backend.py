@@ -83,6 +83,13 @@ class Backend:
     def empty(self, n: int = 0, dtype: Any = INDEX) -> Any:
         return self.xp.empty(n, dtype=dtype)
 
+    def bincount(self, x: Any, minlength: int = 0) -> Any:
+        """``xp.bincount`` (int64), also of an empty array: CuPy before PR #9951 takes
+        the maximum of its input first and raises on an empty one."""
+        if len(x) == 0:
+            return self.xp.zeros(minlength, dtype=INDEX)
+        return self.xp.bincount(x, minlength=minlength).astype(INDEX, copy=False)
+
     def scalar(self, a: Any) -> int:
         """A Python int from a 0-d array (a device-to-host sync on the GPU)."""
         return int(a)

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
+.PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
@@ -30,6 +30,13 @@ demo: $(BASE)
 ## test: the whole test suite (GPU-marked tests run when CuPy finds a GPU)
 test: $(STAMP)
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory gpu-standin-test
+
+## gpu-standin-test: the device tests (-k gpu) on tests/cupy_standin, a strict stand-in for
+##   CuPy (NumPy underneath, CuPy's refusals): the GPU path checked on a machine without one
+gpu-standin-test: $(STAMP)
+	PYTHONPATH=$(CURDIR)/tests/cupy_standin GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q \
+	  -p no:cacheprovider -k gpu
 
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)

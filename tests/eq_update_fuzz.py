@@ -51,10 +51,11 @@ def _table(rows: set[Row]) -> pa.Table:
     return pa.table({f"c{i}": [r[i] for r in rows_l] for i in range(len(rows_l[0]))})
 
 
-def _fresh(rules_text: str, facts: Facts, symbols: object = None) -> Reasoner:
+def _fresh(rules_text: str, facts: Facts, symbols: object = None, device: str = "cpu"
+           ) -> Reasoner:
     """Remat≈ of the facts (sharing ``symbols``: the same ids, so the same min-id
     representatives)."""
-    r = Reasoner(rules_text, device="cpu", symbols=symbols)  # type: ignore[arg-type]
+    r = Reasoner(rules_text, device=device, symbols=symbols)  # type: ignore[arg-type]
     for name, rows in facts.items():
         if rows:
             r.add_facts(name, _table(rows))
@@ -95,9 +96,9 @@ def _step(rng: random.Random, kinds: dict[str, tuple[str, ...]], facts: Facts,
 
 
 def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
-                 layered: bool = False) -> dict:
-    """One sequence on the update paths ``paths_run``; returns its record
-    (``disagreements`` lists what differed)."""
+                 layered: bool = False, device: str = "cpu") -> dict:
+    """One sequence on the update paths ``paths_run`` (maintained on ``device``; the
+    judges on the CPU); returns its record (``disagreements`` lists what differed)."""
     case = equality_program(seed, layered)
     rng = random.Random(seed * 7919 + 1)
     lines = case.text.splitlines()
@@ -106,7 +107,7 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
     for n, rows in case.spelled.inline_facts.items():
         facts[n] = {tuple(r) for r in rows}
     spelled = replace(case.spelled, inline_facts={})
-    paths = {p: _fresh(rules_text, facts) for p in paths_run}
+    paths = {p: _fresh(rules_text, facts, device=device) for p in paths_run}
     some = paths["remat"] if "remat" in paths else next(iter(paths.values()))
     record: dict = {"seed": seed, "steps": 0, "disagreements": [], "paths": {},
                     "exploded": 0, "split": 0, "normal_form_dred": 0, "kept_by_strata": 0}

@@ -354,7 +354,8 @@ def test_cli_decompose_and_store(tmp_path, device: str) -> None:
     prog.write_text(".decl e(x:number, y:number)\n.input e\n.decl t(x:number)\n.output t\n"
                     "t(x) :- e(x,y), e(y,z), e(z,x).\n")
     (tmp_path / "e.facts").write_text("1\t2\n2\t3\n3\t1\n3\t4\n")
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # (keep a CuPy stand-in's path)
+        p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
     cli = [sys.executable, "-m", "gpu_engine.host.cli"]
     out = subprocess.run([*cli, "run", str(prog), "-F", str(tmp_path), "-D", "-", "--stats",
                           "--device", device, "--store", str(tmp_path / "db"),

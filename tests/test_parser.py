@@ -578,3 +578,20 @@ def test_instance_relations_whose_names_start_with_a_directive() -> None:
                  "r(x) :- pt.declA(x) ; pt.outputB(x).\n", device="cpu")
     r.materialise()
     assert sorted(r.render("r").split()) == ["3", "4"]
+
+
+def test_annotations_are_ignored() -> None:
+    """Soufflé 2.4's ``@[...]`` and ``@![...]`` (balanced token trees, strings skipped)
+    before declarations, attributes, fields and rules; locations after them stay right."""
+    from gpu_engine import Reasoner
+
+    text = ('@[xtype(T)]\n.type R = [\n  @[form = {=}] a: number,\n  @[f [=] "x]y"] b: number\n]\n'
+            '@[rel = "edge"]\n.decl e(@[key] x: number, y: number)\n@![inner]\n'
+            '.decl r(x: R)\n@[rule(1)]\nr([x, y]) :- e(x, y).\ne(1, 2).\n')
+    r = Reasoner(text, device="cpu")
+    r.materialise()
+    assert r.render("r").split("\n")[0] == "[1, 2]"
+    err = error_of('.decl e(x: number)\n@[a = (1,\ne(1).\n')
+    assert where(err) == (2, 1) and "unterminated annotation" in err.message
+    err = error_of('.decl e(x: number)\n@[a = "q"] e(1) :- .\n')
+    assert where(err) == (2, 20)

@@ -93,6 +93,17 @@ class DatalogLexer(Lexer):
         pos, end, line, line_start = 0, len(text), 1, 0
         file: str | None = None  # None: the parsed text's own file name
         while pos < end:
+            if text[pos] == "@" and text.startswith(("@[", "@!["), pos):
+                stop = annotation_end(text, pos)  # Soufflé 2.4's annotations: ignored
+                if stop < 0:
+                    raise LexError("syntax error: unterminated annotation", line,
+                                   pos - line_start + 1, file)
+                newlines = text.count("\n", pos, stop)
+                if newlines:
+                    line += newlines
+                    line_start = text.rindex("\n", pos, stop) + 1
+                pos = stop
+                continue
             m = match(text, pos)
             kind = m.lastgroup if m is not None else "OPEN_COMMENT"
             if kind == "OPEN_COMMENT":
@@ -157,6 +168,31 @@ class DatalogLexer(Lexer):
         if text.startswith('"', pos):
             return LexError("syntax error: unterminated string literal", line, column)
         return LexError(f"syntax error: unexpected character {text[pos]!r}", line, column)
+
+
+def annotation_end(text: str, pos: int) -> int:
+    """The end of the annotation ``@[...]`` or ``@![...]`` at ``pos`` (its brackets,
+    parentheses and braces balanced, string literals skipped), or -1."""
+    depth, i, n = 0, pos + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            close = _STRING_END.match(text, i + 1)
+            if close is None:
+                return -1
+            i = close.end()
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+_STRING_END = re.compile(r'(?:\\.|[^"\\\n])*"')
 
 
 def _token(ttype: str, value: str, pos: int, line: int, column: int, file: str | None) -> Token:

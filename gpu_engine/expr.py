@@ -278,7 +278,7 @@ class ExprEvaluator:
         elif c.type == "unsigned" and self.bits == 64 and c.op not in ("=", "!="):
             a, b = unsigned_order(self.be, a, 64), unsigned_order(self.be, b, 64)
         elif c.type == "symbol" and c.op not in ("=", "!="):
-            a, b = self._symbol_order(a), self._symbol_order(b)
+            a, b = self._symbol_order(a, b)
         mask = {
             "=": xp.equal, "!=": xp.not_equal, "<": xp.less, "<=": xp.less_equal,
             ">": xp.greater, ">=": xp.greater_equal,
@@ -288,10 +288,10 @@ class ExprEvaluator:
                 mask &= v
         return mask
 
-    def _symbol_order(self, ids: Any) -> Any:
-        """Order keys of symbols (lexicographic order of their text)."""
-        host = self.be.to_host(ids)
-        return self.be.asarray(self.symbols.order_keys(host))
+    def _symbol_order(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """Order keys of two symbol columns (lexicographic order of their text)."""
+        ka, kb = self.symbols.order_pair(self.be.to_host(a), self.be.to_host(b))
+        return self.be.asarray(ka), self.be.asarray(kb)
 
 
 def _fold(f: Any, vals: list[Any]) -> Any:

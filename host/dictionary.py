@@ -194,6 +194,23 @@ class SymbolTable:
     def decode_many(self, ids: np.ndarray) -> list[str]:
         return self.decode_arrow(ids).to_pylist()
 
+    def order_pair(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Keys that order the symbols of ``a`` and ``b`` by their text, comparable with
+        each other: the ranks among all symbols while they are known for this dictionary,
+        else (a few rows against a large dictionary, which grew since) the ranks among the
+        distinct symbols of ``a`` and ``b`` alone, so the comparison costs its rows."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        known = self._order is not None and len(self._order) == self._n
+        if known or (a.size + b.size) * 8 > self._n:
+            return self.order_keys(a), self.order_keys(b)
+        ids, inverse = np.unique(np.concatenate([a.ravel(), b.ravel()]), return_inverse=True)
+        order = pc.sort_indices(self.decode_arrow(ids)).to_numpy()
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[order] = np.arange(len(ids), dtype=np.int64)
+        keys = rank[inverse.ravel()]
+        return keys[:a.size].reshape(a.shape), keys[a.size:].reshape(b.shape)
+
     def order_keys(self, ids: np.ndarray) -> np.ndarray:
         """Rank of each symbol in the lexicographic order of all symbols."""
         if self._order is None or len(self._order) != self._n:

@@ -454,3 +454,28 @@ def test_symbol_order_through_recursion_and_updates() -> None:
     fresh.materialise()
     assert sorted(r.render("Reach").splitlines()) == sorted(fresh.render("Reach").splitlines())
     assert "apple\tdate" in r.render("Reach") and "date\tapple" not in r.render("Reach")
+
+
+def test_symbol_order_keys_of_a_few_rows_against_a_large_dictionary() -> None:
+    """``SymbolTable.order_pair``: the global ranks while they are known, else ranks among
+    the rows' own symbols (a comparison of a few rows does not sort the dictionary)."""
+    import random
+
+    from gpu_engine.host.dictionary import SymbolTable
+
+    rng = random.Random(5)
+    words = list({"".join(rng.choice("abcAB\u00e9z") for _ in range(rng.randint(0, 6)))
+                  for _ in range(3000)})
+    table = SymbolTable()
+    ids = np.array([table.encode(w) for w in words], dtype=np.int64)
+    for round_ in range(3):
+        a = rng.sample(list(ids), 40)
+        b = rng.sample(list(ids), 40)
+        ka, kb = table.order_pair(np.array(a), np.array(b))
+        for i, j, x, y in zip(a, b, ka, kb, strict=True):
+            assert (x < y) == (words[i].encode() < words[j].encode())
+            assert (x == y) == (i == j)
+        if round_ == 1:
+            table.order_keys(ids[:1])  # the global ranks, now known: used as they are
+        else:
+            table.encode(f"new{round_}")  # the dictionary grows: ranks among the rows

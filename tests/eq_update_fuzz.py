@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layered", action="store_true",
                     help="add relations above the equality's strata (eq_generators)")
     ap.add_argument("--out", default="benchmarks/results/fuzz_eq_update.jsonl")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                    help="where the maintained reasoners run (the judges: the CPU)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     exploded = split = normal = kept = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
-            rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")), args.layered)
+            rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")), args.layered,
+                               args.device)
             for k, v in rec["paths"].items():
                 paths[k] = paths.get(k, 0) + v
             exploded += rec["exploded"]

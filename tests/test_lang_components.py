@@ -201,6 +201,8 @@ def test_uninstantiated_components_contribute_nothing() -> None:
          "not declared overridable"),
         (".comp A {\n .decl r(x:number) overridable\n .override r\n}\n", 3, 12,
          "declares itself"),
+        (".comp A {\n .decl r(x:number) overridable\n}\n.comp B : A {\n  .override q\n}\n",
+         5, 13, "override of relation 'q', which no base of component 'B' declares"),
         (".comp A : B { }\n.comp B : A { }\n", 1, 7, "cyclic inheritance"),
         (".decl a(x:number)\n.comp A { }\n.init a = A\n", 3, 7, "name clash"),
         (".decl A(x:number)\n.comp A { }\n", 2, 7, "name clash"),

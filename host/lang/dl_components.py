@@ -194,14 +194,21 @@ class _Expander:
             if name in declared:
                 raise ProgramError(f"override of relation '{name}', which component "
                                    f"'{comp.name}' declares itself (not inherited)", where.loc)
+            found = False
             for parent in parents:
                 for d in parent.decls:
-                    if any(n.name == name for n in d.names) and not any(
-                        q.name == "overridable" for q in d.qualifiers
-                    ):
-                        raise ProgramError(
-                            f"override of relation '{name}' of component '{parent.name}', "
-                            "which is not declared overridable", where.loc)
+                    if any(n.name == name for n in d.names):
+                        found = True
+                        if not any(q.name == "overridable" for q in d.qualifiers):
+                            raise ProgramError(
+                                f"override of relation '{name}' of component "
+                                f"'{parent.name}', which is not declared overridable",
+                                where.loc)
+            generic = any(b.name.name in c.params for c in (comp, *parents)
+                          for b in c.stmt.bases)  # a base given as a parameter: unknown
+            if not found and not generic and "." not in name:
+                raise ProgramError(f"override of relation '{name}', which no base of "
+                                   f"component '{comp.name}' declares", where.loc)
         for nested in comp.comps.values():
             self._check(nested, own)
         for init in comp.inits:

@@ -205,6 +205,18 @@ def test_random_update_sequences(seed: int, device: str) -> None:
     assert rec["disagreements"] == [], rec
 
 
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_update_sequences_on_the_device_itself(seed: int, device: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on a GPU with its host twin off: DRed≈ and B/F≈ run on the device (on a
+    real GPU, or on the CuPy stand-in of ``make gpu-standin-test``)."""
+    if device == "cpu":
+        pytest.skip("the CPU has no host twin: test_random_update_sequences covers it")
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "0")
+    rec = run_sequence(seed, steps=5, device=device)
+    assert rec["disagreements"] == [], rec
+
+
 def test_failed_update_restores_state() -> None:
     """An exception inside DRed≈ (here in the insertion rounds) leaves the materialisation
     and ρ of before the update."""

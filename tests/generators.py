@@ -452,7 +452,7 @@ def _cmp(draw: Draw, scope: _Scope) -> Cmp | None:
         right = _expr(draw, scope, 1)
     else:
         right = Const(draw(values(col_type)))
-    ops = ["=", "!=", "<", "<=", ">", ">="] if col_type == NUMBER else ["=", "!="]
+    ops = ["=", "!=", "<", "<=", ">", ">="]  # of symbols: by their text (Soufflé's SLT, ...)
     return Cmp(draw(st.sampled_from(ops)), left, right)
 
 

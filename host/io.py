@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 import os
 import re
 import stat
@@ -137,8 +138,11 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def format_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
-    """Stored values as text, the way Soufflé prints them."""
+def format_column(col: np.ndarray, typ: str, symbols: SymbolTable,
+                  float_digits: int | None = None) -> pa.Array:
+    """Stored values as text, the way Soufflé prints them: floats as a C++ stream with
+    ``setprecision(max_digits10)`` (``%.9g``, ``%.17g`` with 64-bit words), as Soufflé's
+    CSV and stdout writers do; ``float_digits`` another precision (its JSON writer: 6)."""
     if typ == "symbol":
         return symbols.decode_arrow(col)
     bits = word_size(symbols)
@@ -148,17 +152,20 @@ def format_column(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
                            pa.string())
         return pc.cast(pa.array(col), pa.string())
     uniq, inv = np.unique(col, return_inverse=True)
-    text = [_fmt_float(v) for v in floats_to_host(uniq, bits)]
+    digits = float_digits or (17 if bits == 64 else 9)
+    text = [float_output_text(v, digits) for v in floats_to_host(uniq, bits)]
     return pa.array(text, type=pa.string()).take(pa.array(inv.reshape(-1)))
 
 
-def _fmt_float(v: np.floating) -> str:
-    """The shortest text that reads back as the same float32 (float64 with 64-bit words)."""
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return np.format_float_positional(v, unique=True, trim="-")
+def float_output_text(v: float, digits: int = 9) -> str:
+    """``std::ostream << v`` at precision ``digits`` (``%.<digits>g``): ``0.1f`` is
+    ``0.100000001``, ``1e10`` is ``1e+10``, a negative NaN ``-nan`` (glibc)."""
+    f = float(v)
+    if math.isnan(f):
+        return "-nan" if math.copysign(1.0, f) < 0 else "nan"
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    return f"{f:.{digits}g}"
 
 
 # --- reading fact files --------------------------------------------------------------------

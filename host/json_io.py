@@ -93,7 +93,7 @@ def _base_texts(col: np.ndarray, typ: str, symbols: SymbolTable) -> pa.Array:
         if word_size(symbols) == 32:
             col = col.astype(np.uint32).view(np.int32).astype(np.int64)
         typ = "number"
-    return format_column(col, typ, symbols)
+    return format_column(col, typ, symbols, float_digits=6)  # its stream's default precision
 
 
 def _scalar_text(v: int, typ: Any, symbols: SymbolTable, objects: bool,

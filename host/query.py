@@ -62,7 +62,7 @@ from gpu_engine import ir
 from gpu_engine.ir import COLUMN_TYPES, Location, ProgramError
 from gpu_engine.query import evaluate_query
 
-from .io import decode_column
+from .io import decode_column, float_output_text
 from .record_io import format_records
 
 if TYPE_CHECKING:
@@ -389,12 +389,9 @@ def _text(arr: pa.Array, typ: str) -> pa.Array:
 
 
 def _float_text(v: float) -> str:
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    f = v if isinstance(v, np.floating) else np.float32(v)  # float64 with 64-bit words
-    return np.format_float_positional(f, unique=True, trim="-")
+    """As the CSV writer prints it (:func:`float_output_text`)."""
+    digits = 17 if isinstance(v, np.float64) else 9  # float64 with 64-bit words
+    return float_output_text(v if isinstance(v, np.floating) else np.float32(v), digits)
 
 
 __all__ = ["Query", "QueryResult", "answer", "format_result", "parse_query", "QUERY_FILE"]

@@ -102,11 +102,11 @@ def test_default_stays_32_bit(device: str) -> None:
     r = run(text, bits=32, device=device)
     assert rows(r, "inc") == {(2147483647, -2147483648)}
     assert r.relation("inc").schema.types == [pa.int32(), pa.int32()]
-    assert r.render("f").strip() == "0.33333334"
+    assert r.render("f").strip() == "0.333333343"  # %.9g, as Soufflé's writers print
     r64 = run(text, bits=64, device=device)
     assert rows(r64, "inc") == {(2147483647, 2147483648)}
     assert r64.relation("inc").schema.types == [pa.int64(), pa.int64()]
-    assert r64.render("f").strip() == "0.3333333333333333"
+    assert r64.render("f").strip() == "0.33333333333333331"  # %.17g
     with pytest.raises(ProgramError, match="out of the 32-bit range"):
         Reasoner(".decl a(x: number)\na(2147483648).", device="cpu")
 
@@ -267,7 +267,8 @@ def test_floats_are_doubles(device: str) -> None:
     c(ftoi(itof(9007199254740993))).
     """, device=device)
     assert r.relation("f").schema.types == [pa.float64()]
-    assert sorted(r.render("f").split()) == sorted(["0.1", "16777217", "3.141592653589793"])
+    assert sorted(r.render("f").split()) == sorted(  # %.17g, as Soufflé 64-bit prints them
+        ["0.10000000000000001", "16777217", "3.1415926535897931"])
     assert rows(r, "g") == {(x, x * 3.0, int(x * 1e11)) for x in (0.1, 16777217.0,
                                                                    3.141592653589793)}
     ((hi, total),) = rows(r, "m")
@@ -336,7 +337,8 @@ def test_fact_files_are_read_in_64_bits(tmp_path: Path) -> None:
                      "--word-size", "64", "--device", "cpu", "--quiet")
     assert rc == 0, err
     got = set((tmp_path / "out" / "b.csv").read_text().splitlines())
-    assert got == {f"{I64_MAX}\t{U64_MAX}\t0.1", f"{I64_MIN}\t16\t1" + "0" * 300}
+    assert got == {f"{I64_MAX}\t{U64_MAX}\t0.10000000000000001",
+                   f"{I64_MIN}\t16\t1.0000000000000001e+300"}
     (facts / "a.facts").write_text("1\t2\t0.5\n9223372036854775808\t1\t1.0\n")
     rc, _, err = cli("run", str(prog), "-F", str(facts), "-D", str(tmp_path / "out2"),
                      "--word-size", "64", "--device", "cpu", "--quiet")
@@ -411,7 +413,7 @@ def test_store_keeps_the_word_size(tmp_path: Path) -> None:
     paths = set((tmp_path / "o2" / "p.csv").read_text().splitlines())
     assert f"{big}\t{2**62}" in paths and len(paths) == 6
     w = set((tmp_path / "o2" / "w.csv").read_text().splitlines())
-    assert f"{big}\t{2 * big}\t{big / 3.0!r}" in w and len(w) == 3
+    assert f"{big}\t{2 * big}\t{big / 3.0:.17g}" in w and len(w) == 3
     rc, _, err = cli("export", str(store), "-D", str(tmp_path / "o3"), "--device", "cpu")
     assert rc == 0, err
     assert (tmp_path / "o3" / "p.csv").read_text() == (tmp_path / "o2" / "p.csv").read_text()
@@ -461,7 +463,7 @@ def test_parquet_columns_follow_the_word_size(tmp_path: Path) -> None:
     rc, out, err = cli("run", str(prog), "-F", str(tmp_path / "o"), "-D", "-", "--word-size",
                        "64", "--device", "cpu", "--quiet")
     assert rc == 0, err
-    assert f"{I64_MAX}\t{U64_MAX}\t0.1" in out
+    assert f"{I64_MAX}\t{U64_MAX}\t0.10000000000000001" in out
 
 
 def test_spark_backend_refuses_64_bit_words() -> None:
@@ -514,5 +516,6 @@ def test_json_and_sqlite_io_follow_the_word_size(tmp_path: Path, io_kind: str) -
         out = "\n".join(line.rsplit("\t", 1)[0] for line in out.splitlines())
         assert f"{I64_MAX}\t{U64_MAX}" in out and f"{I64_MIN}\t{2**63}" in out
         return
-    assert f"{I64_MAX}\t{U64_MAX}\t0.1" in out
-    assert f"{I64_MIN}\t{2**63}\t16777217.5" in out
+    assert f"{I64_MAX}\t{U64_MAX}\t0.10000000000000001" in out
+    # Soufflé's JSON writer prints floats at its stream's default precision, 6 digits
+    assert f"{I64_MIN}\t{2**63}\t16777200" in out

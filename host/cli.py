@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="format of IO=rdf outputs that name none (default nt: N-Triples)")
     run.add_argument("-F", "--facts", default=".", help="directory of .input fact files")
     run.add_argument("-D", "--output", default=".",
-                     help="directory for .output relations ('-' prints them)")
+                     help="directory for .output relations ('-' prints each once, with a header line "
+                          "of its attribute names, as Soufflé's -D-)")
     run.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     run.add_argument("--stats", action="store_true",
                      help="print time, iterations, facts and derivations per stratum and rule")
@@ -101,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="write the .output relations of a store")
     exp.add_argument("store", metavar="STORE_DIR")
     exp.add_argument("-D", "--output", default=".",
-                     help="directory for .output relations ('-' prints them)")
+                     help="directory for .output relations ('-' prints each once, with a header line "
+                          "of its attribute names, as Soufflé's -D-)")
     exp.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     exp.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     exp.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)
@@ -329,13 +331,25 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file",
     """The ``.output`` relations as (relation, destination, data, header line): data is
     the file's bytes (text, gzip with ``compress=true``), text for stdout, or an Arrow
     table (a Spark DataFrame on the Spark backend) for ``IO=parquet``; and the
-    ``.printsize`` sizes.  ``output == "-"`` sends every relation to stdout as text."""
+    ``.printsize`` sizes.  ``output == "-"`` sends every relation once to stdout as
+    tab-separated text under a header line of its attribute names (Soufflé's ``-D-``:
+    the directives' own IO and options are dropped; ``IO=rdf`` keeps its format)."""
     from .io import encode_output, header_line, portable_table
     from .io_params import io_options
 
     outputs: list[tuple[str, str, Any, str | None]] = []
     databases: dict[str, Any] = {}  # IO=sqlite: one SqliteOutput per database
+    printed: set[str] = set()
     for d in r.parsed.directives:
+        if d.kind == "output" and output == "-" and d.params.get("IO") != "rdf":
+            # -D- replaces a relation's output directives by one to stdout with a header
+            # line and no other option, as Soufflé does
+            if d.relation not in printed:
+                printed.add(d.relation)
+                rel = r.program.relations[d.relation]
+                outputs.append((d.relation, "-", r.render(d.relation),
+                                "\t".join(a for a, _ in rel.attributes)))
+            continue
         if d.kind == "output":
             io = d.params.get("IO", default_io)
             if io not in ("file", "stdout", "parquet", "json", "jsonfile", "sqlite", "rdf"):

@@ -34,7 +34,8 @@ def printed(stdout: str) -> dict[str, set[str]]:
     blocks = stdout.split("---------------\n")[1:]
     for b in blocks:
         name, _, rest = b.partition("\n===============\n")
-        out[name] = {line for line in rest.split("===============")[0].splitlines() if line}
+        out[name.split("\n")[0]] = {  # (under -D-, a header line follows the name)
+            line for line in rest.split("===============")[0].splitlines() if line}
     return out
 
 
@@ -229,3 +230,15 @@ def test_conformance_style_include_case(tmp_path: Path) -> None:
                      "dir/x.dl": ".decl r(x:symbol)\nr(\"ok\").\n"})
     rc, out, err = cli_run(tmp_path / "main.dl", "--no-preprocessor", "-I", str(tmp_path / "dir"))
     assert rc == 0 and printed(out)["r"] == {"ok"}, err
+
+
+def test_print_to_stdout_as_souffle_does(tmp_path: Path) -> None:
+    """``-D-``: each output relation once, under a header line of its attribute names,
+    tab-separated whatever its directives asked (Soufflé replaces them by one to stdout)."""
+    write(tmp_path, {"p.dl": '.decl A(l: number, y: symbol)\nA(1, "a,b").\n.output A\n'
+                             '.output A(IO=stdout, delimiter=",")\n.decl N()\nN().\n'
+                             '.output N(IO=json)\n.printsize A\n'})
+    rc, out, err = cli_run(tmp_path / "p.dl", "-D", "-")
+    assert rc == 0, err
+    assert out == ("---------------\nA\nl\ty\n===============\n1\ta,b\n===============\n"
+                   "---------------\nN\n\n===============\n()\n===============\nA\t1\n")

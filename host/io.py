@@ -438,7 +438,7 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
     """The rows of a relation as Soufflé writes them (nullary: ``()`` when it holds).
 
     ``options`` (a directive's :class:`IOOptions`) override ``delimiter``; with
-    ``rfc4180`` symbols are quoted (``"`` doubled).  The header line (``headers=true``)
+    ``rfc4180`` symbols and records are quoted as Soufflé quotes them.  The header line (``headers=true``)
     is :func:`header_line`'s business, not this function's."""
     opts = options if options is not None else IOOptions(delimiter)
     delimiter = opts.delimiter
@@ -450,8 +450,12 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
              else format_records(c, rel.format(i), symbols,  # type: ignore[arg-type]
                                  quote_symbols=opts.rfc4180)
              for i, (c, (_, t)) in enumerate(zip(cols, rel.attributes))]
-    if opts.rfc4180:  # symbols and records quoted, '"' doubled (Soufflé's rfc4180 output)
-        texts = [pc.binary_join_element_wise('"', pc.replace_substring(x, '"', '""'), '"', "")
+    if opts.rfc4180:  # symbols and records quoted (Soufflé's WriteStreamCSV): a record's
+        # '"' doubled, a symbol's written as \"" (its writer puts a backslash before the
+        # quote it then writes twice: "a\""b" for a"b, as Soufflé's documentation shows)
+        texts = [pc.binary_join_element_wise(
+                     '"', pc.replace_substring(x, '"', '\\""' if t == "symbol" else '""'),
+                     '"', "")
                  if t == "symbol" or rel.format(i) is not None else x
                  for i, (x, (_, t)) in enumerate(zip(texts, rel.attributes))]
     try:

@@ -122,6 +122,19 @@ def test_outputs_with_parameters(tmp_path: Path) -> None:
                                  "===============\n")
 
 
+def test_rfc4180_output_quotes_as_souffle(tmp_path: Path) -> None:
+    """Soufflé's rfc4180 writer: a symbol's quote becomes \\"" (its documentation's
+    example), and so does one inside a record, whose symbols are written between "" (as in
+    the conformance case syntactic/input_directive_rfc4180)."""
+    prog = ('.type R = [s: symbol]\n.decl a(s: symbol, r: R)\n'
+            'a("double-quote=\\" comma=,", ["q\\"x"]).\n'
+            '.output a(filename="q.csv", rfc4180=true, delimiter="\\t")\n')
+    p = run_cli(tmp_path, prog, "-D", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out" / "q.csv").read_text() == (
+        '"double-quote=\\"" comma=,"\t"[""q\\""x""]"\n')
+
+
 @pytest.mark.parametrize("param", ["filname", "delimter", "header"])
 def test_unknown_parameter_is_ignored_with_a_note(param: str) -> None:
     r = Reasoner(f'.decl e(x:number)\n.input e({param}="x")\n', device="cpu")  # as Soufflé

@@ -4,7 +4,8 @@
 ``headers=true`` (input: the first line is skipped; output: a first line of attribute
 names), ``rfc4180=true`` (quoted CSV fields, ``""`` for a quote; the delimiter defaults
 to ``,``), ``compress=true`` (gzip; compressed input is also recognised without it) and
-``attributeNames=`` (the header's names, separated by the delimiter, a tab or a comma).
+``attributeNames=`` (the header's names, separated by the delimiter, a tab or a comma)
+and ``columns="2:0"`` (input: the file column each attribute is read from).
 Any other parameter (a misspelt ``filname=``) is ignored, as Soufflé ignores it (its
 ``semantic/store3`` test relies on that), with a note at the directive's location naming
 the closest known parameter; ``dbname``/``format``/``name`` belong to the sqlite and JSON
@@ -20,6 +21,7 @@ from gpu_engine.ir import ProgramError
 from .lang.dl_result import Directive
 
 _KNOWN = {"IO", "filename", "delimiter", "headers", "rfc4180", "compress", "attributeNames",
+          "columns",
           # other IO kinds (refused elsewhere with their own message) and Soufflé internals
           "dbname", "format", "name", "types", "params", "auxArity", "intermediate",
           "fact-dir", "output-dir"}
@@ -36,6 +38,9 @@ class IOOptions:
     rfc4180: bool = False
     compress: bool = False
     attribute_names: tuple[str, ...] | None = None
+    # input: the file column of each attribute (``columns="2:0"``: attribute 1 from the
+    # third column, attribute 2 from the first); None: the first columns, in order
+    columns: tuple[int, ...] | None = None
 
 
 def unescape(s: str) -> str:
@@ -77,7 +82,18 @@ def io_options(d: Directive) -> IOOptions:
         raw = unescape(d.params["attributeNames"])
         sep = delim if delim in raw else ("\t" if "\t" in raw else ",")
         names = tuple(n.strip() for n in raw.split(sep))
-    return IOOptions(delim, flags["headers"], flags["rfc4180"], flags["compress"], names)
+    columns = None
+    if "columns" in d.params:
+        try:
+            columns = tuple(int(c) for c in d.params["columns"].split(":"))
+        except ValueError:
+            columns = ()
+        if not columns or min(columns) < 0 or len(set(columns)) != len(columns):
+            raise ProgramError(f"parameter columns={d.params['columns']!r} of .{d.kind} "
+                               f"{d.relation}: expected distinct column numbers separated by "
+                               "':' (columns=\"2:0\")", d.loc)
+    return IOOptions(delim, flags["headers"], flags["rfc4180"], flags["compress"], names,
+                     columns)
 
 
 def _similar(a: str, b: str) -> bool:

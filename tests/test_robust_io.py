@@ -411,3 +411,31 @@ def test_the_symbol_lookup_dict_is_built_on_the_first_single_lookup() -> None:
     assert len(u) == 202 and u._indexed == 0 and u.find("w") == 201 and u.encode("s") == 202
     with pytest.raises(ValueError, match="duplicate"):
         SymbolTable.from_values(pa.array(["a", "b", "a"]))
+
+
+def test_fact_files_read_as_souffle_reads_them(tmp_path: Path) -> None:
+    """Soufflé's CSV reader: columns past the attributes are ignored, ``columns="2:0"``
+    picks and orders them, and a blank line of a one-column symbol file is the symbol
+    ``""`` (other blank lines, which Soufflé rejects, are skipped)."""
+    (tmp_path / "a.facts").write_text("1\tx\textra\n2\ty\tz\tw\n")
+    (tmp_path / "c.facts").write_text("p\tq\t7\nr\ts\t8\n")
+    (tmp_path / "m.facts").write_text("1::x::more\n2::y\n")
+    (tmp_path / "s.facts").write_text("a\n\nb\n")
+    (tmp_path / "n.facts").write_text("5\n\n6\n")
+    r = Reasoner(".decl a(n:number, s:symbol)\n.input a\n"
+                 '.decl c(n:number, s:symbol)\n.input c(columns="2:0")\n'
+                 '.decl m(n:number, s:symbol)\n.input m(delimiter="::")\n'
+                 ".decl s(x:symbol)\n.input s\n.decl n(x:number)\n.input n\n", device="cpu")
+    r.load_inputs(tmp_path)
+    assert rows(r, "a") == [(1, "x"), (2, "y")]
+    assert rows(r, "c") == [(7, "p"), (8, "r")]
+    assert rows(r, "m") == [(1, "x"), (2, "y")]
+    assert rows(r, "s") == [("",), ("a",), ("b",)]
+    assert rows(r, "n") == [(5,), (6,)]
+    (tmp_path / "c.facts").write_text("p\tq\t7\nr\ts\n")  # a line without column 2
+    bad = Reasoner('.decl c(n:number, s:symbol)\n.input c(columns="2:0")\n', device="cpu")
+    with pytest.raises(FactsError, match="expected 3 tab-separated values for c, found 2"):
+        bad.load_inputs(tmp_path)
+    with pytest.raises(ProgramError, match="columns="):
+        Reasoner('.decl c(n:number, s:symbol)\n.input c(columns="2:x")\n',
+                 device="cpu").load_inputs(tmp_path)

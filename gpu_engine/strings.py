@@ -22,8 +22,9 @@ Readings of Soufflé (its interpreter and ``StringUtil.h``):
   the end of the text only, ``[]`` matching nothing); a pattern ``std::regex`` rejects
   (for example ``fo{x}``, which Python would read literally) makes ``match`` and
   ``!match`` false, with a warning.  ``contains(sub, s)`` is a substring test.
-* Strings are Python strings: lengths and positions count code points (Soufflé counts
-  UTF-8 bytes; the two agree on ASCII).
+* ``strlen`` and ``substr`` count UTF-8 bytes, as ``std::string`` does; a ``substr``
+  that would cut a character (Soufflé then makes a symbol of invalid UTF-8) is refused
+  with a :class:`FunctorError`.
 """
 
 from __future__ import annotations
@@ -325,8 +326,8 @@ def string_functor(symbols: SymbolTable, op: str, args: list[np.ndarray],
 def _apply(op: str, row: tuple, warn: Warn, bits: int = 32) -> Any:
     if op == "cat":
         return "".join(row)
-    if op == "strlen":
-        return len(row[0])
+    if op == "strlen":  # std::string::size(): UTF-8 bytes
+        return len(row[0].encode())
     if op == "to_number":
         return parse_signed(row[0], bits)
     if op == "to_unsigned":
@@ -337,12 +338,19 @@ def _apply(op: str, row: tuple, warn: Warn, bits: int = 32) -> Any:
         return str(int(row[0]))
     if op == "ftos":
         return float_text(row[0])
-    if op == "substr":
+    if op == "substr":  # std::string::substr over the UTF-8 bytes
         s, i, n = row
-        if i < 0 or i > len(s):
+        b = s.encode()
+        if i < 0 or i > len(b):
             warn(f'wrong index position provided by substr("{s}",{i},{n}) functor.')
             return ""
-        return s[i:] if n < 0 else s[i:i + n]
+        part = b[i:] if n < 0 else b[i:i + n]
+        try:
+            return part.decode()
+        except UnicodeDecodeError:
+            raise FunctorError(f'substr("{s}",{i},{n}) cuts a UTF-8 character (Soufflé counts '
+                               "bytes; a symbol here is text, so the bytes it would give are "
+                               "refused)") from None
     if op in ("min", "max"):
         return min(row) if op == "min" else max(row)
     raise ProgramError(f"unknown string functor {op!r}")

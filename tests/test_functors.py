@@ -479,3 +479,16 @@ def test_symbol_order_keys_of_a_few_rows_against_a_large_dictionary() -> None:
             table.order_keys(ids[:1])  # the global ranks, now known: used as they are
         else:
             table.encode(f"new{round_}")  # the dictionary grows: ranks among the rows
+
+
+def test_strlen_and_substr_count_utf8_bytes() -> None:
+    """``std::string`` semantics: ``strlen("héllo")`` is 6; ``substr`` takes bytes, and a
+    cut inside a character (which Soufflé turns into invalid UTF-8) is refused."""
+    prog = """
+    .decl n(x:number) n(strlen("héllo")). n(strlen("日本") + 100).
+    .decl s(x:symbol) s(substr("héllo", 0, 3)). s(substr("héllo", 3, -1)).
+    """
+    assert lines(prog, "n") == ["106", "6"]
+    assert lines(prog, "s") == ["hé", "llo"]
+    with pytest.raises(FunctorError, match="cuts a UTF-8 character"):
+        lines('.decl s(x:symbol) s(substr("héllo", 0, 2)).', "s")

@@ -43,7 +43,7 @@ u(1, 4000000000). u(1, 1000000000). u(2, 3).
      {(1, 5), (2, 7), (3, -2)}),
     ("r(x, c) :- p(x), c = max y : { q(x, y) }.", "r(x:number, c:number)",
      {(1, 6), (2, 7), (3, -2)}),
-    ("r(x, c) :- p(x), c = mean y : { q(x, y) }.", "r(x:number, c:float)",
+    ("r(x, c) :- p(x), c = mean to_float(y) : { q(x, y) }.", "r(x:number, c:float)",
      {(1, 5.5), (2, 7.0), (3, -2.0)}),
     ("r(x, c) :- p(x), c = sum y : { f(x, y) }.", "r(x:number, c:float)",
      {(1, 3.75), (2, 4.0), (3, 0.0)}),  # sum of an empty group: 0, as in Soufflé
@@ -136,7 +136,7 @@ hi(s) :- s = max c : { deg(_, c) }.
 .decl below(x:number, s:number)
 below(x, s) :- v(x), s = count : { v(y), y < x, !e(y, x) }.
 .decl avg(x:number, s:float)
-avg(x, s) :- v(x), s = mean y : { path(x, y) }.
+avg(x, s) :- v(x), s = mean to_float(y) : { path(x, y) }.
 .decl big(x:number)
 big(x) :- deg(x, c), c > 2.
 .decl reach(x:number, y:number)
@@ -348,3 +348,13 @@ def test_queries_refuse_aggregates() -> None:
     with pytest.raises(ProgramError, match="queries") as e:
         r.query("p(x), c = count : { q(x, _) }")
     assert e.value.loc is not None and e.value.loc.column == 11
+
+
+def test_mean_takes_a_float_target() -> None:
+    """Soufflé types ``mean`` and its target float: a number target is a type error."""
+    text = ".decl a(x:number) a(1). a(2).\n.decl m(x:float)\nm(x) :- x = mean y : a(y).\n"
+    with pytest.raises(ProgramError, match="'mean' takes a float target, not number"):
+        Reasoner(text, device="cpu")
+    r = Reasoner(text.replace("mean y", "mean to_float(y)"), device="cpu")
+    r.materialise()
+    assert r.render("m").strip() == "1.5"

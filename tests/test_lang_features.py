@@ -20,7 +20,7 @@ def test_aggregates_and_witnesses() -> None:
     .decl W(n:symbol, h:number)
     W(n, h) :- h = min x : { S(n, x), x > 130 }.
     .decl M(m:float)
-    M(m) :- m = mean h : { S(_, h) }.
+    M(m) :- m = mean to_float(h) : { S(_, h) }.
     .decl Z(s:number, c:number)
     Z(s, c) :- s = sum h : { S(_, h), h > 500 }, c = count : { S(_, h), h > 500 }.
     .decl N(m:number)

@@ -371,7 +371,7 @@ def test_aggregates_use_64_bits(device: str) -> None:
     v(1, 9223372036854775807). v(1, 1). v(2, 4294967296). v(2, 4294967296). v(2, 3).
     .decl s(g: number, s: number, c: number, lo: number, hi: number, m: float)
     s(g, s, c, lo, hi, m) :- v(g, _), s = sum x : v(g, x), c = count : v(g, _),
-        lo = min x : v(g, x), hi = max x : v(g, x), m = mean x : v(g, x).
+        lo = min x : v(g, x), hi = max x : v(g, x), m = mean to_float(x) : v(g, x).
     """, device=device)
     assert rows(r, "s") == {(1, I64_MIN, 2, 1, I64_MAX, (I64_MAX + 1) / 2),
                             (2, 2**32 + 3, 2, 3, 2**32, (2**32 + 3) / 2)}

@@ -332,6 +332,10 @@ class AggregateLowering:
             if is_record_type(t):
                 raise ProgramError(f"'{agg.op}' over records or ADTs is not supported "
                                    "(their order is not defined)", agg.loc)
+            if agg.op == "mean" and t != "float" and not isinstance(agg.target, SNum):
+                raise ProgramError(  # Soufflé types mean and its target float
+                    f"type mismatch: 'mean' takes a float target, not {t} (convert it: "
+                    "mean to_float(x) : { ... })", agg.loc)
             result = "float" if agg.op == "mean" else t
         key_types = vt[:len(keys)]
         rels[name] = ir.Relation(

@@ -65,7 +65,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     algorithms: it may inject additions or raise ``fdu.Restart`` (the state is restored).
     A change that is empty after normalisation runs no round (incremental algorithms)."""
     t0 = time.perf_counter()
-    small.consider(sum(len(r) for r in engine.current_state().store.values()))  # compiled small kernels
+    # compiled small kernels (the current side's sizes: a host twin's after host updates)
+    small.consider(sum(len(r) for r in engine.current_state().store.values()))
     if getattr(engine, "equality", None) is not None:  # equality by rewriting: DRed≈/Remat≈
         from .equality_maintenance import apply_update as apply_update_eq
 

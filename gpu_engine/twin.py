@@ -13,8 +13,9 @@ relations and counters are served by whichever side is current.
 Copies cost what changed: relations are immutable runs, and each run remembers its copy on
 the other backend (``RowSet._mirror``), so a switch copies only the runs (and tombstone
 sets) made since the last switch; counter arrays, updated in place by commits, are copied
-whole; the paper-002 module state is rebuilt on the side that needs it; an equality engine's ρ travels with the state and each side
-renormalises its rules under it.  An update on the host must not read ``engine.state`` (which switches back): the dispatch in
+whole; the paper-002 module state is rebuilt on the side that needs it; an equality
+engine's ρ travels with the state and each side renormalises its rules under it.  An
+update on the host must not read ``engine.state`` (which switches back): the dispatch in
 ``maintenance.apply_update`` reads ``engine.current_state()``.
 """
 

@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="format of IO=rdf outputs that name none (default nt: N-Triples)")
     run.add_argument("-F", "--facts", default=".", help="directory of .input fact files")
     run.add_argument("-D", "--output", default=".",
-                     help="directory for .output relations ('-' prints each once, with a header line "
-                          "of its attribute names, as Soufflé's -D-)")
+                     help="directory for .output relations ('-' prints each once, with a "
+                          "header line of its attribute names, as Soufflé's -D-)")
     run.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     run.add_argument("--stats", action="store_true",
                      help="print time, iterations, facts and derivations per stratum and rule")
@@ -102,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="write the .output relations of a store")
     exp.add_argument("store", metavar="STORE_DIR")
     exp.add_argument("-D", "--output", default=".",
-                     help="directory for .output relations ('-' prints each once, with a header line "
-                          "of its attribute names, as Soufflé's -D-)")
+                     help="directory for .output relations ('-' prints each once, with a "
+                          "header line of its attribute names, as Soufflé's -D-)")
     exp.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     exp.add_argument("--format", choices=["file", "parquet"], default="file", help=FORMAT_HELP)
     exp.add_argument("--no-expand", action="store_true", help=NO_EXPAND_HELP)

@@ -470,8 +470,8 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
     """The rows of a relation as Soufflé writes them (nullary: ``()`` when it holds).
 
     ``options`` (a directive's :class:`IOOptions`) override ``delimiter``; with
-    ``rfc4180`` symbols and records are quoted as Soufflé quotes them.  The header line (``headers=true``)
-    is :func:`header_line`'s business, not this function's."""
+    ``rfc4180`` symbols and records are quoted as Soufflé quotes them.  The header line
+    (``headers=true``) is :func:`header_line`'s business, not this function's."""
     opts = options if options is not None else IOOptions(delimiter)
     delimiter = opts.delimiter
     if rel.arity == 0:

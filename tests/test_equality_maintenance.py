@@ -275,3 +275,24 @@ def test_rule_with_two_constants_of_one_class_splits_it() -> None:
     st = r.update(delete={"r": [("x",)]}, algorithm="dred_eq")
     assert st.algorithm == "dred≈" and "exploded 1 classes" in st.note
     assert rows(r, "s") == {("g",)} and r.equivalence_classes().num_rows == 0
+
+
+def test_host_twin_leaves_rematerialisation_to_the_device(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """With the host twin on (a GPU's small updates; ``always`` here), DRed≈ runs on the
+    twin, but where Remat≈ is chosen (here: DRed≈ does not maintain aggregates) the
+    twin's state is left as it was and the engine itself rematerialises."""
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
+    text = (PAPER_31 + ".decl s(k: number)\ns(1). s(2).\n"
+            ".decl n(c: number)\n.output n\nn(c) :- c = count : { s(_) }.\n")
+    r = Reasoner(text, device="cpu")
+    r.add_facts("R", [("a", "b"), ("c", "d"), ("a", "d")])
+    r.materialise()
+    st = r.update(delete={"R": [("a", "d")]}, algorithm="dred_eq")
+    assert st.algorithm == "remat≈" and "(host twin)" not in st.device
+    assert "on the device, the host twin's choice" in st.note
+    assert rows(r, "n") == {(2,)} and rows(r, "R") == {("a", "b"), ("c", "d")}
+    r2 = paper_31([("a", "b"), ("c", "d"), ("a", "d")])
+    st = r2.update(delete={"R": [("a", "d")]}, algorithm="dred_eq")
+    assert st.algorithm == "dred≈" and st.device.endswith("(host twin)")
+    assert rows(r2, "R") == {("a", "b"), ("c", "d")}

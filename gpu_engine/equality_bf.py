@@ -107,15 +107,13 @@ ROUTE_MAX = 1 << 16  # frontiers up to this size are routed to rules by their co
 Batch = dict[str, RowSet]
 
 
-def _occurrences(xp: Any, run: RowSet, p: int) -> Any:
+def _occurrences(run: RowSet, p: int) -> Any:
     """How often each constant occurs in column ``p`` of ``run`` (a bincount cached on
     the run beside its join indexes)."""
     key = ("occurrences", p)
     hit = run._indexes.get(key)
     if hit is None:
-        col = run.cols[p]
-        hit = (xp.bincount(col).astype(INDEX) if len(col)
-               else xp.zeros(0, dtype=INDEX))
+        hit = run.be.bincount(run.cols[p])
         run._indexes[key] = hit
     return hit
 
@@ -210,7 +208,7 @@ class BFEq:
             for sets, sign in ((self.E[n].runs, 1), (self.E[n].dead, -1)):
                 for run in sets:
                     for p in pos:
-                        count = _occurrences(xp, run, p)
+                        count = _occurrences(run, p)
                         inside = d < len(count)
                         total[inside] += sign * count[d[inside]]
         return total > 0

@@ -101,6 +101,7 @@ from .ir import Atom, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
 from .runs import RunSet
+from .state import Encoded
 from .stats import RuleStats, UpdateStats
 from .views import View
 
@@ -255,9 +256,6 @@ def reaching(engine: Any, e_minus: dict[str, RowSet]) -> dict[str, Any]:
     return out
 
 
-Encoded = dict[str, tuple[tuple[Any, ...], int]]
-
-
 class OverBudget(Exception):
     """DRed≈ overdeleted more than its budget: the caller rematerialises."""
 
@@ -296,17 +294,12 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError(f"the {alg} algorithm cannot maintain a program with the equality "
                          f"relation '{eq.relation}' (counters mean nothing after a merge): "
                          "use remat (Remat≈), dred_eq (DRed≈), bf_eq (B/F≈) or auto")
-    changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
-    if alg != "remat" and twin.wanted(engine, changed, alg, 0):  # a small change on a GPU
-        t = engine.twin()
+    if twin.wanted(engine, insert, delete, alg, 0):  # a small change on a GPU
         try:
-            stats = apply_update(t.to_host(), insert, delete, algorithm)
+            stats = engine.twin().run(lambda host: apply_update(host, insert, delete, algorithm))
         except RematOnDevice as exc:  # the host's state as it was: Remat≈ on the device
             stats = apply_update(engine, insert, delete, "remat")
             stats.note = f"{exc} (on the device, the host twin's choice)"
-        else:
-            t.host_updated()
-            stats.device = f"{engine.be.name} (host twin)"
         stats.seconds = time.perf_counter() - t0
         return stats
     stats = UpdateStats(algorithm=alg, device=engine.be.name)
@@ -539,8 +532,6 @@ def _has_const(rule: Rule) -> bool:
 
 def _rows_of(be: Any, cols: tuple[Any, ...], arity: int) -> RowSet:
     return RowSet.from_columns(be, tuple(cols), arity)
-
-
 
 
 def _outputs(be: Any, arity: int, outs: list[Any]) -> RowSet:

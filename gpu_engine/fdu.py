@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-Encoded = dict[str, tuple[tuple[Any, ...], int]]
+from .state import Encoded
+
 Change = tuple[Encoded, Encoded]  # (insert, delete)
 
 

@@ -73,10 +73,10 @@ from typing import Any
 
 import numpy as np
 
-from .fdu import Encoded
 from .ir import Negation
 from .rowset import RowSet, union_rows
 from .runs import RunSet
+from .state import Encoded
 
 
 def _rows(u: Any, enc: Encoded, name: str) -> RowSet:

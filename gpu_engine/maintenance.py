@@ -39,6 +39,7 @@ from gpu_engine.kernels.oom import describe
 
 from . import fallback, twin
 from .rowset import RowSet
+from .state import Encoded
 from .stats import UpdateStats
 from .update_state import UpdateState
 
@@ -47,8 +48,6 @@ ALGORITHMS = ("remat", "remat1c", "remat2c", "dred", "counting", "dredc", "bf", 
 _NEEDS = {"dred": 0, "counting": 1, "dredc": 2, "bf": 0, "bfc": 1}
 _LEAVES = {"remat": 0, "remat1c": 1, "remat2c": 2, "dred": 0, "counting": None, "dredc": 2,
            "bf": 0, "bfc": 1}
-
-Encoded = dict[str, tuple[tuple[Any, ...], int]]
 
 
 def default_algorithm(engine: Any) -> str:
@@ -83,12 +82,9 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
     if alg != "remat" and any(s.lookups for s in engine.strata):
         alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
-    changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
-    if twin.wanted(engine, changed, alg, _NEEDS.get(alg, 0)):  # a small change on a GPU
-        t = engine.twin()
-        stats = apply_update(t.to_host(), insert, delete, algorithm, boundary)
-        t.host_updated()
-        stats.device = f"{engine.be.name} (host twin)"
+    if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)):  # small, on a GPU
+        stats = engine.twin().run(
+            lambda host: apply_update(host, insert, delete, algorithm, boundary))
         stats.seconds = time.perf_counter() - t0
         return stats
     if alg == "counting" and any(s.recursive for s in engine.strata):

@@ -32,6 +32,10 @@ def _persist(how: str, **kw: Any) -> Any:
     return field(metadata={"persist": how}, **kw)
 
 
+# an update's change: per relation, encoded host columns and their row count
+Encoded = dict[str, tuple[tuple[Any, ...], int]]
+
+
 @dataclass
 class EngineState:
     """A materialisation: what the engine holds between updates."""
@@ -73,4 +77,4 @@ class EngineState:
                 if f.metadata.get("persist") == how]
 
 
-__all__ = ["EngineState", "RELATIONS", "META", "REBUILT", "DICTIONARY"]
+__all__ = ["Encoded", "EngineState", "RELATIONS", "META", "REBUILT", "DICTIONARY"]

@@ -161,10 +161,11 @@ _QUANTIFIED = re.compile(r"(?:[*+?]|\{[0-9]+(?:,[0-9]*)?\})\??")
 # std::regex_traits<char>::lookup_classname in the "C" locale, as members of a Python set
 _POSIX_CLASSES = {
     "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "blank": r" \t", "cntrl": r"\x00-\x1f\x7f",
-    "digit": "0-9", "d": "0-9", "graph": r"\x21-\x7e", "lower": "a-z", "print": r"\x20-\x7e",
+    "digit": "0-9", "graph": r"\x21-\x7e", "lower": "a-z", "print": r"\x20-\x7e",
     "punct": r"\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e", "space": r" \t\n\r\f\v",
-    "s": r" \t\n\r\f\v", "upper": "A-Z", "xdigit": "0-9A-Fa-f", "w": "0-9A-Za-z_",
+    "upper": "A-Z", "xdigit": "0-9A-Fa-f", "w": "0-9A-Za-z_",
 }
+_POSIX_CLASSES.update(d=_POSIX_CLASSES["digit"], s=_POSIX_CLASSES["space"])
 _ESCAPES = set("dDwWsSbBnrtvf0123456789xu")  # letter and digit escapes ECMAScript knows
 
 

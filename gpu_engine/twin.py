@@ -22,6 +22,7 @@ update on the host must not read ``engine.state`` (which switches back): the dis
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from gpu_engine.kernels.backend import get_backend
@@ -29,22 +30,24 @@ from gpu_engine.kernels.backend import get_backend
 from .counters import Counters
 from .rowset import RowSet
 from .runs import RunSet
-from .state import EngineState
+from .state import Encoded, EngineState
 
 HOST_UPDATE_ROWS = 1 << 16  # updates changing at most this many explicit facts go to the host
 
 
-def wanted(engine: Any, changed_rows: int, algorithm: str, need: int) -> bool:
-    """Whether an update of ``changed_rows`` explicit facts by ``algorithm`` (which needs
-    counters of level ``need``) goes to the host twin: on a GPU engine, when the change
-    is small and the counters are there (rebuilding them is bulk work: the device's)."""
+def wanted(engine: Any, insert: Encoded, delete: Encoded, algorithm: str, need: int) -> bool:
+    """Whether the update ``insert``/``delete`` (encoded columns and row count per
+    relation) by ``algorithm`` (which needs counters of level ``need``) goes to the host
+    twin: on a GPU engine, when the change is small and the counters are there
+    (rebuilding them is bulk work: the device's).  Rematerialising never does."""
     setting = os.environ.get("GPU_ENGINE_HOST_UPDATES", "1")  # 0: never; always: tests
     if setting == "0" or getattr(engine, "is_twin", False) or algorithm.startswith("remat"):
         return False
     if not (engine.be.is_gpu or setting == "always"):
         return False
+    changed = sum(n for _, n in insert.values()) + sum(n for _, n in delete.values())
     st = engine.current_state()
-    return changed_rows <= HOST_UPDATE_ROWS and st.materialised and st.counting >= need
+    return changed <= HOST_UPDATE_ROWS and st.materialised and st.counting >= need
 
 
 def row_to(rs: RowSet, be: Any, link: bool = True) -> RowSet:
@@ -119,6 +122,14 @@ class Twin:
         self.device_current = True
         if hasattr(self.engine, "renormalise_rules"):
             self.engine.renormalise_rules()
+
+    def run(self, update: Callable[[Any], Any]) -> Any:
+        """``update`` applied to the host engine (brought up to date first); the host is
+        then the current side, and the statistics ``update`` returns say so."""
+        stats = update(self.to_host())
+        self.host_updated()
+        stats.device = f"{self.engine.be.name} (host twin)"
+        return stats
 
     def host_updated(self) -> None:
         self.device_current = False

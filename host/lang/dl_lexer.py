@@ -15,13 +15,14 @@ from typing import Any
 from lark import Token
 from lark.lexer import Lexer, LexerState, PatternStr
 
+_STRING_LITERAL = r'"(?:\\.|[^"\\])*"'  # also skipped inside annotations (annotation_end)
 _MASTER = re.compile(
     r"""
      (?P<WS>[ \t\f\r\n]+)
     |(?P<COMMENT>//[^\n]*|/\*[\s\S]*?\*/)
     |(?P<OPEN_COMMENT>/\*)
     |(?P<PREPROCESSOR>\#[^\n]*)
-    |(?P<STRING>"(?:\\.|[^"\\])*")
+    |(?P<STRING>""" + _STRING_LITERAL + r""")
     |(?P<NUMBER>0x[0-9a-fA-F]+u?|0b[01]+u?|[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+|[0-9]+\.[0-9]+|[0-9]+u?)
     |(?P<CHOICE>choice-domain)
     |(?P<IDENT>[_?a-zA-Z][_?a-zA-Z0-9]*)
@@ -177,10 +178,10 @@ def annotation_end(text: str, pos: int) -> int:
     while i < n:
         c = text[i]
         if c == '"':
-            close = _STRING_END.match(text, i + 1)
-            if close is None:
+            string = _STRING.match(text, i)  # the lexer's own string literal
+            if string is None:
                 return -1
-            i = close.end()
+            i = string.end()
             continue
         if c in "([{":
             depth += 1
@@ -192,7 +193,7 @@ def annotation_end(text: str, pos: int) -> int:
     return -1
 
 
-_STRING_END = re.compile(r'(?:\\.|[^"\\\n])*"')
+_STRING = re.compile(_STRING_LITERAL)
 
 
 def _token(ttype: str, value: str, pos: int, line: int, column: int, file: str | None) -> Token:

@@ -12,9 +12,10 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 
 * an aggregate ranges over the instances of its body (every variable assigned,
   anonymous ones included), so ``sum y : { a(y, _) }`` adds ``y`` once per ``a`` fact;
-  a body Soufflé materialises (several positive atoms, an inner aggregate, or one atom with
-  a repeated variable) is a set over its named variables instead (``Aggregate.distinct``):
-  ``count : { a(x, _), b(x) }`` counts the distinct ``x``;
+  a body Soufflé materialises (several positive atoms, an inner aggregate, a
+  multi-result functor such as ``range``, or one atom with a repeated variable) is a set
+  over its named variables instead (``Aggregate.distinct``): ``count : { a(x, _), b(x) }``
+  counts the distinct ``x``;
 * witnesses of ``min``/``max`` (a body variable used outside, ungrounded there) are
   grounded by a rewrite of the clause (``dl_witness``); those of other operators are
   refused, as in Soufflé;
@@ -30,7 +31,10 @@ Readings of Soufflé's semantics (checked against its test suite where it has ca
 * when a correlated variable is not bound inside the body (``count : { p(y), y < x }``)
   the body ranges over the enclosing clause's bindings of it: a hidden relation
   ``@aggK.dom`` holds them (the clause's literals that do not read an aggregate's result);
-* the target may be an expression (``sum x + 1``, ``sum 1``); a disjunctive body is refused;
+* the target may be an expression (``sum x + 1``, ``sum 1``); a variable of a complex
+  target that the clause grounds outside is local to the aggregate, renamed in it
+  (Soufflé's SimplifyAggregateTargetExpression: ``A(y), x = sum y + z : { B(y, z) }`` sums
+  over all of B); a plain target variable stays correlated; a disjunctive body is refused;
   ``_ = min ...`` only requires the aggregate to have a value.
 """
 
@@ -54,7 +58,7 @@ from gpu_engine.host.lang.dl_syntax import (
     SWild,
 )
 from gpu_engine.host.lang.dl_types import column_type, is_record_type
-from gpu_engine.host.lang.dl_walk import children
+from gpu_engine.host.lang.dl_walk import children, transform, walk
 from gpu_engine.host.lang.dl_witness import (
     bound_with_patterns,
     ground_witnesses,
@@ -68,6 +72,8 @@ if TYPE_CHECKING:
     from gpu_engine.host.lang.dl_types import TypeEnv
 
 Clause = tuple[SAtom, list[SLiteral]]
+
+MULTI_RESULT = ("range",)  # functors with several results per call (Soufflé's RANGE etc.)
 
 
 def deep_vars(t: STerm) -> Iterator[SVar]:
@@ -283,8 +289,13 @@ class AggregateLowering:
                 raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does "
                                    "not occur in the aggregate's body", target.loc)
         elif agg.target is not None:  # an expression: bound to a fresh variable inside
+            expr, body = self._decorrelate(agg.target, body, outer, bound_ctx)
+            if expr is not agg.target:
+                keys = [k for k in keys if any(
+                    k.name == v.name for lit in body for t in _literal_terms(lit)
+                    for v in deep_vars(t))]
             target = SVar(f"@t{self.count}", agg.target.loc)
-            body = [*body, SCmp("=", target, agg.target, agg.loc, agg.loc)]
+            body = [*body, SCmp("=", target, expr, agg.loc, agg.loc)]
         # Soufflé materialises a complex body as a set over its named variables (those of
         # inner aggregates excluded): each distinct assignment of them is one instance
         distinct = _materialised(body)
@@ -347,6 +358,24 @@ class AggregateLowering:
             None if agg.op == "count" else vt[len(keys)], distinct)  # type: ignore[arg-type]
         return keys, name
 
+    def _decorrelate(self, expr: STerm, body: list[SLiteral], outer: set[str],
+                     grounded: set[str]) -> tuple[STerm, list[SLiteral]]:
+        """Soufflé's SimplifyAggregateTargetExpression: a variable of a complex target
+        expression that the clause grounds outside the aggregate is local to it, renamed
+        in the expression and throughout the body (``A(y), x = sum y + z : { B(y, z) }``
+        adds ``y + z`` over all of B, whatever ``y`` is outside)."""
+        names = {v.name for v in deep_vars(expr) if v.name in outer and v.name in grounded}
+        if not names:
+            return expr, body
+        fresh = {n: self._fresh(n) for n in sorted(names)}
+
+        def rename(node: object) -> object:
+            if isinstance(node, SVar) and node.name in fresh:
+                return replace(node, name=fresh[node.name])
+            return node
+
+        return transform(expr, rename), [transform(lit, rename) for lit in body]
+
     def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
         """The hidden relation of an aggregate whose body is false (no rows)."""
         if agg.op in ("sum", "min", "max") and agg.target is not None:
@@ -393,9 +422,13 @@ class AggregateLowering:
 
 def _materialised(body: list[SLiteral]) -> bool:
     """Whether Soufflé materialises the aggregate body (several positive atoms, an inner
-    aggregate, or one atom with a repeated variable)."""
+    aggregate, a multi-result functor such as ``range``, or one atom with a repeated
+    variable: MaterializeAggregationQueries ``needsMaterializedRelation``)."""
     atoms = [lit for lit in body if isinstance(lit, SAtom)]
     if len(atoms) > 1 or any(_has_agg(t) for lit in body for t in _literal_terms(lit)):
+        return True
+    if any(isinstance(n, SCall) and n.op in MULTI_RESULT for lit in body
+           for n in walk(lit)):
         return True
     if atoms:
         names = [v.name for t in atoms[0].args for v in deep_vars(t)]

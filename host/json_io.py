@@ -31,6 +31,7 @@ from gpu_engine.values import int_range, word_size
 
 from .dictionary import SymbolTable
 from .io import FactsError, encode_column, format_column
+from .record_io import children_first
 
 JSON_KINDS = ("json", "jsonfile")
 
@@ -105,28 +106,27 @@ def _scalar_text(v: int, typ: Any, symbols: SymbolTable, objects: bool,
 
 def _record_text(rid: int, fmt: RecordFormat, symbols: SymbolTable, objects: bool,
                  memo: dict[tuple[int, int], str]) -> str:
-    """A record's JSON text; its fields (older records) are rendered first, in increasing
-    id order, so deep lists need no deep recursion."""
-    order: list[tuple[int, RecordFormat]] = []
-    stack = [(rid, fmt)]
-    seen: set[tuple[int, int]] = set()
-    while stack:
-        r, f = stack.pop()
-        key = (r, id(f))
-        if r == 0 or key in memo or key in seen:
-            continue
-        seen.add(key)
-        order.append((r, f))
-        values = symbols.records.unpack(r)
-        for (_, ft), v in zip(f.fields, values, strict=False):
-            if isinstance(ft, RecordFormat):
-                stack.append((v, ft))
-    for r, f in sorted(order, key=lambda x: x[0]):
+    """A record's JSON text; its fields are rendered first (:func:`children_first`, no
+    deep recursion for deep lists)."""
+    fmts: dict[int, RecordFormat] = {id(fmt): fmt}
+
+    def fields_of(key: tuple[int, int]) -> list[tuple[int, int]]:
+        r, f = key[0], fmts[key[1]]
+        out = []
+        for (_, ft), v in zip(f.fields, symbols.records.unpack(r), strict=False):
+            if isinstance(ft, RecordFormat) and v != 0 and (v, id(ft)) not in memo:
+                fmts[id(ft)] = ft
+                out.append((v, id(ft)))
+        return out
+
+    roots = [] if rid == 0 or (rid, id(fmt)) in memo else [(rid, id(fmt))]
+    for r, k in children_first(roots, fields_of):
+        f = fmts[k]
         values = symbols.records.unpack(r)
         parts = []
         for (fname, ft), v in zip(f.fields, values, strict=False):
             t = "null" if isinstance(ft, RecordFormat) and v == 0 else (
-                memo[(v, id(ft))] if isinstance(ft, RecordFormat)
+                memo.get((v, id(ft)), "null") if isinstance(ft, RecordFormat)
                 else _scalar_text(v, ft, symbols, objects, memo))
             parts.append(f"{json.dumps(fname)}: {t}" if objects else t)
         memo[(r, id(f))] = ("{" + ", ".join(parts) + "}") if objects else (

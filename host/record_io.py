@@ -30,8 +30,9 @@ def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any,
     records in ``rfc4180`` files).
 
     The records reachable from the column are collected level by level (one gather per
-    field and level, no recursion), then printed in increasing id order: a record's
-    fields are made before it, so their text is ready when it is printed.
+    field and level, no recursion), then printed fields first (:func:`children_first`: a
+    record's id may be below its fields' when its tuple was packed before, for another
+    type of the same arity), so their text is ready when it is printed.
     """
     uniq, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
     records = symbols.records
@@ -65,8 +66,15 @@ def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any,
             name = f.branches[k][0] if f.kind == "adt" else None
             for r, rid in enumerate(branch.tolist()):
                 jobs.append((rid, f, name, ftypes, base, kids, r))
-    jobs.sort(key=lambda j: j[0])
-    for rid, f, name, ftypes, base, kids, r in jobs:
+    by_key = {(id(j[1]), j[0]): j for j in jobs}
+
+    def fields_of(key: tuple[int, int]) -> list[tuple[int, int]]:
+        _, _, _, ftypes, _, kids, r = by_key[key]
+        return [(id(ft), kids[j][r]) for j, ft in enumerate(ftypes)
+                if isinstance(ft, RecordFormat) and (id(ft), kids[j][r]) in by_key]
+
+    for key in children_first(sorted(by_key), fields_of):
+        rid, f, name, ftypes, base, kids, r = by_key[key]
         parts = [base[j][r] if base[j] is not None else  # type: ignore[index]
                  text.get((id(ft), kids[j][r]), "nil")  # type: ignore[index]
                  for j, ft in enumerate(ftypes)]
@@ -77,6 +85,25 @@ def format_records(ids: np.ndarray, fmt: RecordFormat, symbols: Any,
     key = id(fmt)
     out = [text.get((key, i), "nil") for i in uniq.tolist()]
     return pa.array(out, type=pa.string()).take(pa.array(inverse.reshape(-1)))
+
+
+def children_first(keys: list[Any], kids: Any) -> list[Any]:
+    """``keys`` and what ``kids`` reaches from them, each after the keys it reaches (an
+    iterative depth-first post-order; a cycle, which no packing makes, is cut)."""
+    out: list[Any] = []
+    state: dict[Any, bool] = {}  # False: on the current path, True: placed
+    for root in keys:
+        stack = [(root, False)]
+        while stack:
+            k, placed = stack.pop()
+            if placed:
+                state[k] = True
+                out.append(k)
+            elif k not in state:
+                state[k] = False
+                stack.append((k, True))
+                stack.extend((c, False) for c in kids(k) if c not in state)
+    return out
 
 
 def _shift(f: RecordFormat) -> int:

@@ -381,3 +381,39 @@ def test_untyped_record_literals() -> None:
     """)
     assert lines(r, "b") == {"2", "5", "7", "9"}
     assert lines(r, "p") == {"[1, 2]", "[9, 9]"}
+
+
+def test_fields_packed_after_the_record_print() -> None:
+    """A record whose tuple was packed earlier for another type of the same arity has an
+    id below its fields' (``[1, 2]`` of P is the outer ``[1, <[2, nil]>]`` of L); nested
+    records of one family share ids; both print fields first, as Soufflé's
+    WriteStream::outputRecord unpacks recursively."""
+    r = run(""".type P = [a: number, b: number]
+.type L = [h: number, t: L]
+.type Q = [x: number, y: number]
+.type R = [q: Q, z: number]
+.type N = Z {} | S {n: N}
+.decl a(p: P)
+a([1, 2]).
+.decl ls(l: L)
+ls([1, [2, nil]]).
+.decl s(r: R)
+s([[1, 5], 5]).
+.decl nat(n: N)
+nat($S($S($Z))).
+""")
+    assert lines(r, "ls") == {"[1, [2, nil]]"}
+    assert lines(r, "s") == {"[[1, 5], 5]"}
+    assert lines(r, "nat") == {"$S($S($Z))"}
+
+
+def test_fields_packed_after_the_record_in_json(tmp_path: Path) -> None:
+    prog = tmp_path / "p.dl"
+    prog.write_text(""".type Q = [x: number, y: number]
+.type R = [q: Q, z: number]
+.decl s(r: R)
+.output s(IO=jsonfile, filename="s.json")
+s([[1, 5], 5]).
+""", encoding="utf-8")
+    assert main(["run", str(prog), "-D", str(tmp_path), "--quiet"]) == 0
+    assert (tmp_path / "s.json").read_text(encoding="utf-8") == "[[[[1, 5], 5]]]\n"

@@ -23,6 +23,7 @@ from typing import Any
 
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import INDEX
+from gpu_engine.kernels.group import sequential_sums
 
 from .ir import Aggregate, Atom, Negation, Rule
 from .rowset import RowSet
@@ -90,9 +91,10 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     floaty = agg.arg_type == "float"
     bits = ev.expr.bits
     sort_cols: list[Any] = []
-    if val is not None:
-        sort_cols.append(float_decode(be, val, bits) if floaty else
-                         unsigned_order(be, val, bits) if agg.arg_type == "unsigned" else val)
+    if val is not None:  # a float sum adds in the order of the stored bits (Soufflé's index)
+        sort_cols.append(float_decode(be, val, bits) if floaty and agg.op in ("min", "max")
+                         else unsigned_order(be, val, bits) if agg.arg_type == "unsigned"
+                         else val)
     gid = K.rank_rows(be, key_cols) if k else xp.zeros(n, dtype=INDEX)
     sort_cols.append(gid)
     order = xp.lexsort(xp.stack(sort_cols)) if len(sort_cols) > 1 else xp.argsort(gid)
@@ -109,9 +111,10 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
         value = val[order][starts if agg.op == "min" else ends - 1]
     else:
         v = val[order]
-        if floaty:
-            s = _float_segment_sum(be, float_decode(be, v, bits) * w, starts, len(g))
-            value = float_encode(be, s / cnt if agg.op == "mean" else s, bits)
+        if floaty:  # one value at a time in the word's float, as Soufflé's RamFloat
+            f = float_decode(be, v, bits).astype(xp.float64 if bits == 64 else xp.float32)
+            s, c = sequential_sums(be, f, w, starts, ends)
+            value = float_encode(be, s / c if agg.op == "mean" else s, bits)
         elif agg.op == "sum":
             value = wrap(be, _segment_sum(xp, v * w, starts, ends), agg.type, bits)
         else:  # mean of integers

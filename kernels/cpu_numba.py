@@ -399,6 +399,28 @@ if AVAILABLE:
             out[pos_b[j]] = cb[j]
 
 
+if AVAILABLE:
+
+    @njit(parallel=True, cache=CACHE, nogil=True)
+    def _sequential_sums(v: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                         sums: np.ndarray, counts: np.ndarray, one: np.ndarray) -> None:
+        for g in prange(starts.shape[0]):
+            acc = sums[g]
+            c = counts[g]
+            for i in range(starts[g], ends[g]):
+                acc = acc + v[i]
+                c = c + one[0]
+            sums[g] = acc
+            counts[g] = c
+
+
+def sequential_sums(v: np.ndarray, starts: np.ndarray, ends: np.ndarray, sums: np.ndarray,
+                    counts: np.ndarray) -> None:
+    """Per group, ``v[starts[g]:ends[g]]`` added one at a time in ``v``'s float type into
+    ``sums[g]``, and counted in that type into ``counts[g]`` (both start at zero)."""
+    _sequential_sums(v, starts, ends, sums, counts, np.ones(1, dtype=v.dtype))
+
+
 def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The sorted merge of two sorted arrays (equal values: b's first), in parallel."""
     out = np.empty(len(a) + len(b), dtype=np.result_type(a, b))

@@ -371,3 +371,43 @@ def test_mean_takes_a_float_target() -> None:
     r = Reasoner(text.replace("mean y", "mean to_float(y)"), device="cpu")
     r.materialise()
     assert r.render("m").strip() == "1.5"
+
+
+def test_float_sums_add_one_value_at_a_time_in_float32() -> None:
+    """Soufflé's interpreter adds a float sum (and mean's total and count) tuple by tuple
+    in RamFloat (float32): ten 0.1 make 1.00000012, not the rounded double 1."""
+    text = (".decl r(i:number, x:float)\n"
+            + "".join(f"r({i}, 0.1).\n" for i in range(10))
+            + ".decl s(x:float)\ns(x) :- x = sum y : { r(_, y) }.\n"
+            ".decl m(x:float)\nm(x) :- x = mean y : { r(_, y) }.\n"
+            ".decl t(x:float)\nt(x) :- x = sum y * 2.0 : { r(_, y) }.\n")
+    r = Reasoner(text, device="cpu")
+    r.materialise()
+    assert r.render("s").split() == ["1.00000012"]
+    assert r.render("m").split() == ["0.100000009"]
+    assert r.render("t").split() == ["2.00000024"]
+
+
+@pytest.mark.parametrize("groups, size", [(3, 50), (500, 7), (300, 200)])
+def test_sequential_sums_kernel(groups: int, size: int) -> None:
+    """Every path of kernels.group.sequential_sums (few groups, short groups, the compiled
+    loop) against additions one by one, with weights repeating values."""
+    from gpu_engine.kernels.backend import get_backend
+    from gpu_engine.kernels.group import sequential_sums
+
+    rng = np.random.default_rng(groups)
+    lengths = rng.integers(0, size, groups)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    v = (rng.standard_normal(int(ends[-1])) * 10.0 ** rng.integers(-3, 6, int(ends[-1])))
+    for dtype in (np.float32, np.float64):
+        vals = v.astype(dtype)
+        w = rng.integers(1, 3, len(vals))
+        sums, counts = sequential_sums(get_backend("cpu"), vals, w, starts, ends)
+        for g in range(groups):
+            acc, c = dtype(0), dtype(0)
+            for i in range(starts[g], ends[g]):
+                for _ in range(w[i]):
+                    acc = dtype(acc + vals[i])
+                    c = dtype(c + dtype(1))
+            assert sums[g] == acc and counts[g] == c, (g, sums[g], acc)

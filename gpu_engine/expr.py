@@ -18,6 +18,7 @@ from .values import (
     encode_scalar,
     float_decode,
     float_encode,
+    float_to_int,
     int_pow,
     unsigned_order,
     unsigned_to_float,
@@ -116,16 +117,8 @@ class ExprEvaluator:
             src = _CONVERSION_ARG[op]
             v = vals[0]
             bits = self.bits
-            if src == "float":
-                f = float_decode(be, v, bits)
-                with _quiet(xp):  # NaN / out of range: C leaves the result undefined
-                    if bits == 64 and typ == "unsigned":
-                        t = xp.trunc(f)
-                        big = t >= 2.0 ** 63  # beyond int64: through uint64
-                        lo = xp.where(big, 0, t).astype(INDEX)
-                        hi = xp.where(big, t, 0).astype(np.uint64).view(INDEX)
-                        return xp.where(big, hi, lo), valid
-                    return wrap(be, xp.trunc(f).astype(INDEX), typ, bits), valid
+            if src == "float":  # NaN / out of range: as x86-64 builds convert
+                return float_to_int(be, float_decode(be, v, bits), typ, bits), valid
             if typ == "float":
                 fv = unsigned_to_float(be, v, bits) if src == "unsigned" else v.astype(xp.float64)
                 return float_encode(be, fv, bits), valid

@@ -156,6 +156,30 @@ def c_div_wide(be: Backend, a: Any, b: Any, typ: ColumnType) -> tuple[Any, Any]:
     return xp.where((a < 0) != (bs < 0), -q, q), ok
 
 
+def float_to_int(be: Backend, f: Any, typ: ColumnType, bits: int = 32) -> Any:
+    """C's conversion of doubles ``f`` to the word's ``number`` or ``unsigned`` as x86-64
+    builds of Soufflé do it (``static_cast``; out of range is undefined in C, the
+    instructions decide): to a signed word, truncation, and the most negative value for
+    NaN, infinities and whatever lies outside; to an unsigned word, through int64 (low
+    bits of the truncation below 2^63; 2^63 up to 2^64 exactly with 64-bit words; 0
+    beyond and for NaN).  Explicit, so that a GPU's saturating conversion does not
+    differ."""
+    xp = be.xp
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = xp.trunc(f)
+        if typ == "number":
+            lo = -2.0 ** (bits - 1)
+            ok = (t >= lo) & (t < 2.0 ** (bits - 1))
+            return xp.where(ok, t, lo).astype(INDEX)
+        ok = (t >= -2.0 ** 63) & (t < 2.0 ** 63)
+        out = xp.where(ok, t, 0).astype(INDEX)
+        if bits == 64:
+            big = (t >= 2.0 ** 63) & (t < 2.0 ** 64)
+            hi = xp.where(big, t, 0).astype(np.uint64).view(INDEX)
+            out = xp.where(big, hi, out)
+        return wrap(be, out, typ, bits)
+
+
 def int_pow(be: Backend, base: Any, exp: Any, typ: ColumnType, bits: int = 32) -> Any:
     """Integer power by repeated squaring on whole columns (one round a bit), wrapped."""
     xp = be.xp

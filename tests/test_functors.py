@@ -492,3 +492,25 @@ def test_strlen_and_substr_count_utf8_bytes() -> None:
     assert lines(prog, "s") == ["hé", "llo"]
     with pytest.raises(FunctorError, match="cuts a UTF-8 character"):
         lines('.decl s(x:symbol) s(substr("héllo", 0, 2)).', "s")
+
+
+# --- float to integer conversions ---------------------------------------------------------
+
+
+def test_float_to_int_out_of_range_as_x86_builds(device: str) -> None:
+    """``ftoi`` of NaN, infinities and values beyond int32 gives INT_MIN (x86's truncating
+    conversion, which Soufflé's static_cast compiles to); ``ftou`` goes through int64:
+    low bits below 2^63, 0 beyond.  Explicit on every backend (a GPU's conversion would
+    saturate)."""
+    prog = """
+    .decl f(x:float)
+    f(10000000000.0). f(-10000000000.0). f(4294967040.0). f(-1.5). f(2147483520.0).
+    f(10000000000000000000.0). f(0.0 / 0.0). f(1.0 / 0.0). f(-1.0 / 0.0).
+    .decl c(x:float, i:number, u:unsigned)
+    c(x, ftoi(x), ftou(x)) :- f(x).
+    """
+    assert lines(prog, "c", device) == sorted([
+        "-1.5\t-1\t4294967295", "-1e+10\t-2147483648\t2884901888",
+        "2.14748352e+09\t2147483520\t2147483520", "4.29496704e+09\t-2147483648\t4294967040",
+        "1e+10\t-2147483648\t1410065408", "9.99999998e+18\t-2147483648\t0",
+        "-nan\t-2147483648\t0", "inf\t-2147483648\t0", "-inf\t-2147483648\t0"])

@@ -286,6 +286,11 @@ def test_generated_aggregate_updates(program: Program, data: st.DataObject, algo
     # a plain target stays correlated
     ("r(x, c) :- p(x), c = sum y : { q(x, y) }.", "r(x:number, c:number)",
      {(1, 11), (2, 7), (3, -2)}),
+    # ... also one the body does not bind: the clause's value, once per instance
+    ("r(x, c) :- p(x), c = sum x : { q(_, _) }.", "r(x:number, c:number)",
+     {(1, 4), (2, 8), (3, 12)}),
+    ("r(x, c) :- p(x), c = max x : { q(_, y), y > 100 }.", "r(x:number, c:number)",
+     set()),
 ])
 def test_targets_and_locals(rule: str, decl: str, expected: set) -> None:
     r = run(BASE + f".decl {decl}\n{rule}\n")

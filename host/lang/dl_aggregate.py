@@ -286,8 +286,10 @@ class AggregateLowering:
         if isinstance(agg.target, SVar):
             target = agg.target
             if target.name not in inner_vars:
-                raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' does "
-                                   "not occur in the aggregate's body", target.loc)
+                if target.name not in outer or target.name not in bound_ctx:
+                    raise ProgramError(f"the target variable '{target.name}' of '{agg.op}' "
+                                       "does not occur in the aggregate's body", target.loc)
+                keys.append(target)  # given by the clause: the same value per instance
         elif agg.target is not None:  # an expression: bound to a fresh variable inside
             expr, body = self._decorrelate(agg.target, body, outer, bound_ctx)
             if expr is not agg.target:

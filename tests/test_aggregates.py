@@ -110,6 +110,8 @@ def test_count_empty_group_and_derived_input() -> None:
     (".decl a(x:number)\n.decl b(x:number, y:number)\n"
      "b(x, c) :- x = max y : a(y), c = count : { a(y), y < x }.\n",
      (3, 54), "another aggregate's result"),
+    (".decl a(x:number, y:number)\n.decl b(x:number)\n.decl r(x:number, n:number)\n"
+     "r(x, n) :- b(x), n = sum x * y : { a(_, y) }.\n", (4, 26), "ungrounded variable 'x'"),
 ])
 def test_errors(text: str, where: tuple[int, int], words: str) -> None:
     with pytest.raises(ProgramError) as e:

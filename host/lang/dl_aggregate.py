@@ -376,7 +376,15 @@ class AggregateLowering:
                 return replace(node, name=fresh[node.name])
             return node
 
-        return transform(expr, rename), [transform(lit, rename) for lit in body]
+        new_body = [transform(lit, rename) for lit in body]
+        bound = bound_variables_deep(new_body)
+        for v in deep_vars(expr):
+            if v.name in fresh and fresh[v.name] not in bound:
+                raise ProgramError(
+                    f"ungrounded variable '{v.name}' in the aggregate's target: a variable "
+                    "of a complex target is local to the aggregate (as in Soufflé), and its "
+                    "body does not bind it", v.loc)
+        return transform(expr, rename), new_body
 
     def _empty(self, agg: SAgg) -> tuple[list[SVar], str]:
         """The hidden relation of an aggregate whose body is false (no rows)."""

@@ -81,12 +81,15 @@ def split_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any,
 
 
 def shrink_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any, gone: Any,
-                   in_place: bool = False) -> tuple[Any, Any, Any]:
+                   in_place: bool = False, anchors: Any | None = None
+                   ) -> tuple[Any, Any, Any]:
     """The :func:`class_index` of ρ after the members flagged by ``gone`` (a mask over
-    the ids) left the classes of ``reps`` (which keep their representatives) to stand
-    alone: each class's slice of ``members`` keeps its remaining members first, in
-    order (a stable sort of the slices), and the leavers read their own slots of the
-    identity part, as :func:`split_classes` does (DRed≈'s partial split)."""
+    the ids) left the classes of ``reps`` to stand alone: each class's slice of
+    ``members`` keeps its remaining members first, in order (a stable sort of the
+    slices), and the leavers read their own slots of the identity part, as
+    :func:`split_classes` does (DRed≈'s partial split).  The classes keep their
+    representatives, or with ``anchors`` (one per class) are read at its anchor, the
+    least of its remaining members (a representative that left)."""
     xp = be.xp
     members, offsets, sizes = index
     k = len(members) - len(sizes)
@@ -100,6 +103,10 @@ def shrink_classes(be: Backend, index: tuple[Any, Any, Any], reps: Any, gone: An
     members[at] = ids[order]
     sizes[reps] = sizes[reps] - be.bincount(which[out], len(reps)).astype(
         sizes.dtype)
+    if anchors is not None:
+        moved = anchors != reps
+        offsets[anchors[moved]] = offsets[reps[moved]]
+        sizes[anchors[moved]] = sizes[reps[moved]]
     left = ids[out]
     offsets[left] = k + left
     sizes[left] = 1

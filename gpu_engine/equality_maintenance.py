@@ -38,15 +38,23 @@ columnar rule evaluation, the control is per round.
    no leaver is a rule constant: else the class explodes), and the rest of the class is
    certainly one class, so ρ is right for E₁ on every constant that occurs: this step is
    DRed from E to E₁ with nothing split, and the leavers' facts of E′ are then inserted
-   (step 3 (a)) under ρ′.  A class explodes instead (each member stands for itself, γ(d)
-   = d, paper lines 9–11 in bulk, and every fact of I with ``c`` in a domain column joins
-   ΔD) when a leaver is a rule constant, a rule takes a merged column from an unmerged
-   one, or no member stays with ``c`` (the leavers' facts are about all of its rows
-   then, and insertion may skip the relations without facts in D).  The loop runs to a
-   fixpoint.
+   (step 3 (a)) under ρ′.  When no other member stays with ``c`` itself, ``c`` leaves
+   instead (:func:`_stayers`): the largest component of the other members, over E′ less
+   the facts holding a leaver or ``c``, stays, anchored at its least member ``c′``, and
+   the rest leave.  The argument is the same with the stayers named ``c`` through the
+   overdeletion (a bijection on the names that occur in the materialisation of E₁);
+   afterwards the rows of I \\ D and D holding ``c`` are renamed to ``c′``, the name
+   under the min-id policy (no row of I holds ``c′``, a member).  A stayer that is a
+   rule constant changes the rule's normal form, which step 3 (c) evaluates in full.
+   A class explodes instead (each member stands for itself, γ(d) = d, paper lines 9–11
+   in bulk, and every fact of I with ``c`` in a domain column joins ΔD) when a leaver
+   is a rule constant, a rule takes a merged column from an unmerged one, or fewer than
+   two members stay together (the leavers' facts are about all of its rows then, and
+   insertion may skip the relations without facts in D).  The loop runs to a fixpoint.
 3. **Rederivation.**  ρ' is ρ with the leavers and the exploded members reset to
-   themselves; I \\ D is normal under both (no fact of it holds an exploded
-   representative or a leaver).  Into Δ go (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺
+   themselves, and the stayers of a class whose representative left mapped to their
+   anchor; I \\ D is normal under both (no fact of it holds an exploded
+   representative or a leaver), once renamed.  Into Δ go (a) the explicit facts of E' = (E \\ E⁻) ∪ E⁺
    whose old normal form is in D or that hold a leaver or a member of an exploded class,
    normalised by ρ'; (b) the facts of D with a
    one-step derivation over I \\ D (rules normalised by ρ', evaluated backwards with the
@@ -175,7 +183,7 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
 
 def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
     """Whether the large classes of ``reps`` would lose at most :data:`SPLIT_MEMBERS`
-    members in all to DRed≈'s partial split (:func:`_leavers` over E′; none of them a
+    members in all to DRed≈'s partial split (:func:`_stayers` over E′; none of them a
     rule constant), so that DRed≈ deletes only what those members' facts touch."""
     partial, ids = _split_setting(engine, engine.rules)
     if not partial:
@@ -185,8 +193,8 @@ def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
     eq_rules = [r for r in engine.rules if _merges(eq.relation, r)]
     rho = engine.rho()
     classes = Classes(rho, *engine.class_index())
-    _, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom,
-                          engine.be.xp.zeros(len(rho), dtype=bool))
+    _, m, keep, _ = _stayers(engine, reps, classes, new_e, eq_rules, dom,
+                             engine.be.xp.zeros(len(rho), dtype=bool), reps)
     out = m[~keep]
     return len(out) <= SPLIT_MEMBERS and not bool(np.isin(engine.be.to_host(out), ids).any())
 
@@ -583,14 +591,18 @@ def _closure(engine: Any, added: list[dict[str, RunSet]], dom: dict[str, tuple[i
 
 def _components(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
                 eq_rules: list[Rule], dom: dict[str, tuple[int, ...]],
-                avoid: Any | None = None) -> tuple[Any, Any, Any]:
-    """For the classes of ``reps``: their members ``m`` (grouped by class, ``which``) and
-    a mask over them, whether equalities certain in I′ connect the member to its class's
-    representative.  Certain: the explicit equalities of E′, and the heads of the
-    equality rules (as written) over facts of E′ (as written) that hold a member where
-    the rule's head variables sit (other atoms read all of E′); with ``avoid`` (a mask
-    over the ids) only over facts of E′ that hold no flagged id in a domain column.  E′ ⊆
-    I′ and an instance over E′ is one over I′, so these are equalities of I′."""
+                avoid: Any | None = None, anchors: Any | None = None
+                ) -> tuple[Any, Any, Any, Any]:
+    """For the classes of ``reps``: their members ``m`` (grouped by class, ``which``), a
+    mask over them, whether equalities certain in I′ connect the member to its class's
+    anchor (``anchors``, one member per class; the representative by default), and the
+    members' component labels (equal labels: connected).  Certain: the explicit
+    equalities of E′, and the heads of the equality rules (as written) over facts of E′
+    (as written) that hold a member where the rule's head variables sit (other atoms
+    read all of E′); with ``avoid`` (a mask over the ids) only over facts of E′ that hold
+    no flagged id in a domain column.  E′ ⊆ I′ and an instance over E′ is one over I′,
+    so these are equalities of I′."""
+    anchors = reps if anchors is None else anchors
     be, xp = engine.be, engine.be.xp
     which, at = expand(be, classes.offsets[reps], classes.sizes[reps])
     m = classes.members[at]  # grouped by class (``which``)
@@ -652,33 +664,77 @@ def _components(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSe
                     src.append(o.cols[0][:o.n])
                     dst.append(o.cols[1][:o.n])
     if not src:
-        return which, m, m == reps[which]
+        return which, m, m == anchors[which], m
     s_, d_ = xp.concatenate(src), xp.concatenate(dst)
     ls = xp.minimum(xp.searchsorted(ms, s_), len(ms) - 1)
     ld = xp.minimum(xp.searchsorted(ms, d_), len(ms) - 1)
     ok = (ms[ls] == s_) & (ms[ld] == d_)
     label = connected_components(be, ls[ok], ld[ok], len(ms))
     lab = label[xp.searchsorted(ms, m)]
-    return which, m, lab == label[xp.searchsorted(ms, reps)][which]
+    return which, m, lab == label[xp.searchsorted(ms, anchors)][which], lab
 
 
 def _leavers(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
-             eq_rules: list[Rule], dom: dict[str, tuple[int, ...]], leaver: Any
-             ) -> tuple[Any, Any, Any]:
-    """:func:`_components` for the classes of ``reps`` over the facts of E′ that hold
-    no leaver: neither one of ``leaver`` (a mask over the ids, left unchanged) nor a
-    member this call finds unconnected to its representative (a fixpoint: leavers only
-    grow).  So the equalities that keep the rest of each class together are certain in
-    the materialisation of E′ less every fact holding a leaver, where leavers occur in
-    no domain column (module docstring, step 2)."""
+             eq_rules: list[Rule], dom: dict[str, tuple[int, ...]], leaver: Any,
+             anchors: Any | None = None) -> tuple[Any, Any, Any]:
+    """:func:`_components` for the classes of ``reps`` (connected to ``anchors``) over
+    the facts of E′ that hold no leaver: neither one of ``leaver`` (a mask over the ids,
+    left unchanged) nor a member this call finds unconnected to its anchor (a fixpoint:
+    leavers only grow).  So the equalities that keep the rest of each class together are
+    certain in the materialisation of E′ less every fact holding a leaver, where leavers
+    occur in no domain column (module docstring, step 2)."""
     avoid = leaver if bool(leaver.any()) else None
     while True:
-        which, m, keep = _components(engine, reps, classes, new_e, eq_rules, dom, avoid)
+        which, m, keep, _ = _components(engine, reps, classes, new_e, eq_rules, dom, avoid,
+                                        anchors)
         out = m[~keep]
         if not len(out) or (avoid is not None and bool(avoid[out].all())):
             return which, m, keep
         avoid = leaver.copy() if avoid is None or avoid is leaver else avoid
         avoid[out] = True
+
+
+def _stayers(engine: Any, reps: Any, classes: Classes, new_e: dict[str, RunSet],
+             eq_rules: list[Rule], dom: dict[str, tuple[int, ...]], leaver: Any,
+             anchors: Any) -> tuple[Any, Any, Any, Any]:
+    """:func:`_leavers` for the classes of ``reps`` anchored at ``anchors``, where a
+    class whose anchor would stay alone (no other member connected to it) is anchored
+    instead at the least member of the largest component of its other members, found
+    over E′ less the facts holding a leaver or the old anchor (the representative
+    leaves, and the members that stay together are renamed after that member: module
+    docstring, step 2).  Returns ``which``, ``m``, ``keep`` and the anchors used."""
+    be, xp = engine.be, engine.be.xp
+    which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver, anchors)
+    solo = be.bincount(which[keep], len(reps)) < 2
+    if not bool(solo.any()):
+        return which, m, keep, anchors
+    at = xp.flatnonzero(solo)
+    mask = leaver.copy()
+    mask[anchors[at]] = True
+    w, mm, _, lab = _components(engine, reps[at], classes, new_e, eq_rules, dom, mask,
+                                anchors[at])
+    other = (mm != anchors[at][w]) & ~mask[mm]  # the candidates: no leaver, not the anchor
+    if not bool(other.any()):
+        return which, m, keep, anchors
+    w, mm, lab = w[other], mm[other], lab[other]
+    # per class, its candidates by (component size descending, id): the first anchors it
+    _, inv, cnt = xp.unique(w.astype(xp.int64) * (len(m) + 1) + lab, return_inverse=True,
+                            return_counts=True)
+    size = cnt[inv.ravel()]
+    order = xp.argsort(mm, kind="stable")
+    order = order[xp.argsort(-size[order], kind="stable")]
+    order = order[xp.argsort(w[order], kind="stable")]
+    ws = w[order]
+    first = xp.concatenate([xp.ones(1, dtype=bool), ws[1:] != ws[:-1]])
+    at = at[ws[first]]  # the classes re-anchored, and their new anchors
+    anchors = anchors.copy()
+    anchors[at] = mm[order][first]
+    w2, m2, k2 = _leavers(engine, reps[at], classes, new_e, eq_rules, dom, mask, anchors[at])
+    redo = xp.zeros(len(reps), dtype=bool)
+    redo[at] = True
+    rest = ~redo[which]
+    return (xp.concatenate([which[rest], at[w2]]), xp.concatenate([m[rest], m2]),
+            xp.concatenate([keep[rest], k2]), anchors)
 
 
 def _od_blocks(engine: Any, rels: list[str], rules: list[Rule]
@@ -821,6 +877,9 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     split = xp.zeros(len(rho), dtype=bool)  # classes that lost leavers, by representative
     leaver = xp.zeros(len(rho), dtype=bool)  # members that left them
     stale = [False]  # leavers joined after some class was found whole or split
+    # per representative, the member its class's stayers are named after in ρ′ (built
+    # when a representative first leaves its class; itself otherwise)
+    anchor: list[Any] = [None]
 
     def explode(reps: Any, recheck: bool = False) -> None:
         """Classes of ``reps`` lost a merge: found whole, split (their leavers' explicit
@@ -836,16 +895,28 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if not len(reps):
             return
         before = bool(whole.any() or split.any())
-        which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver)
+        was = reps if anchor[0] is None else anchor[0][reps]
+        if partial:  # a representative left alone hands its class to another member
+            which, m, keep, anc = _stayers(engine, reps, classes, new_e, eq_rules, dom,
+                                           leaver, was)
+        else:
+            which, m, keep = _leavers(engine, reps, classes, new_e, eq_rules, dom, leaver)
+            anc = was
         gone = ~keep
         lost = be.bincount(which[gone], len(reps)) > 0
-        # explode when a leaver is a rule constant, or no member stays with the
-        # representative (the leavers' facts are about all of the class's rows then)
+        # explode when a leaver is a rule constant, or no member stays with the anchor
+        # (the leavers' facts are about all of the class's rows then)
         alone = be.bincount(which[keep], len(reps)) < 2
         bad = lost & ((be.bincount(which[gone & const[m]], len(reps)) > 0) | alone
                       if partial else True)
         whole[reps] = ~lost
         split[reps[lost & ~bad]] = True
+        moved = lost & ~bad & (anc != was)
+        if bool(moved.any()):  # the stayers are renamed after their new anchor (step 2)
+            assert not lazy, "a class renamed after ρ′ was fixed"
+            if anchor[0] is None:
+                anchor[0] = xp.arange(len(rho), dtype=INDEX)
+            anchor[0][reps[moved]] = anc[moved]
         new = m[gone & ~bad[which] & ~leaver[m]]
         if len(new):
             assert not lazy, "a class split after ρ′ was fixed"
@@ -915,6 +986,17 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 rho2 = rho.copy()
                 rho2[x_members] = x_members
                 rho2[lv] = lv
+            lazy["rename"] = None
+            if anchor[0] is not None:  # classes whose representative left: the stayers
+                old = lazy["s_reps"]  # take the anchor's name, and so do their rows
+                old = old[anchor[0][old] != old]
+                if len(old):
+                    st = classes.members[expand(be, classes.offsets[old], sizes[old])[1]]
+                    st = st[~leaver[st]]
+                    rho2[st] = anchor[0][rho[st]]
+                    ren = rho2.copy()
+                    ren[old] = anchor[0][old]
+                    lazy["rename"] = (old, ren)
             lazy["rho2"] = rho2
             lazy["new_norm"] = _normal_rules(engine, rules, rho2)
             lazy["provers"] = {}
@@ -1046,6 +1128,24 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         gone = xp.zeros(len(rho), dtype=bool)
         gone[leavers] = True
     keep = {n: keep[n] for n in rels}
+    Dn = D  # D named as in ρ′ (the same but for renamed classes)
+    if lz["rename"] is not None:  # the rows of I \ D and D that hold a representative
+        old, ren = lz["rename"]  # that left stand for the stayers: they take its name
+        flag = xp.zeros(len(rho), dtype=bool)
+        flag[old] = True
+        Dn = dict(D)
+        for n, pos in dom.items():
+            got = keep[n].rows_with(pos, old, flag=flag)
+            if len(got):  # the anchors occur in no row of I (members, not representatives)
+                keep[n] = keep[n].without(got).append(
+                    _rows_of(be, gather(got.cols, pos, ren), arity[n]))
+            if len(D[n]):
+                hit = xp.zeros(len(D[n]), dtype=bool)
+                for p in pos:
+                    hit |= flag[D[n].cols[p]]
+                if bool(hit.any()):
+                    Dn[n] = D[n].select(~hit).merge(
+                        _rows_of(be, gather(D[n].select(hit).cols, pos, ren), arity[n]))
     # --- 3. rederivation --------------------------------------------------------------------
     parts: dict[str, list[RowSet]] = {n: [] for n in rels}
     for n in rels:  # (a) explicit facts whose normal form is doubtful, and E⁺
@@ -1068,7 +1168,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 parts[n].append(_rows_of(be, gather(got.cols, pos, rho2), arity[n]))
     new_norm = lz["new_norm"]
     old_norm = od_norm[:len(rules)]
-    todo = dict(D)  # the facts of D no rule has rederived yet: (b) checks only these
+    todo = dict(Dn)  # the facts of D no rule has rederived yet: (b) checks only these
     # rules with fewer body atoms first: their look-ups are cheaper, and what they
     # rederive is not checked again by the joins
     for rule, old in sorted(zip(new_norm, old_norm), key=lambda ro: len(ro[0].body)):
@@ -1095,7 +1195,7 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
                 todo[h] = todo[h].select(~hit)
     counts = None  # occurrences in I \ D (equality_occurrences), when computed
     if len(od_rules) > len(rules) and len(D[eq.relation]):  # (b) for the ≈4 closure rows
-        cand = D[eq.relation]
+        cand = Dn[eq.relation]
         # an exploded class's representative is in no row of I \ D (the explosion took
         # them all): its row goes, and the closure of the insertion re-adds the rows of
         # the members that come back
@@ -1103,6 +1203,10 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if len(cand):  # c≈c holds on when c occurs in a domain column of I \ D
             counts = occ.add_rows(engine, occ.occurrences(engine, old_store),
                                   [{n: D[n] for n in occ.counted(engine)}], -1)
+            if lz["rename"] is not None:  # a renamed class's occurrences: its anchor's
+                old, ren = lz["rename"]
+                counts[ren[old]] = counts[old]
+                counts[old] = 0
             parts[eq.relation].append(cand.select(counts[cand.cols[0]] > 0))
     # --- 4. insertion: Mat≈ continued from I \ D ----------------------------------------------
     engine.set_rho(rho2)
@@ -1115,7 +1219,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
         if len(x_reps):
             index = split_classes(be, index, x_reps, in_place=True)
         if len(s_reps):
-            index = shrink_classes(be, index, s_reps, leaver, in_place=True)
+            index = shrink_classes(be, index, s_reps, leaver, in_place=True,
+                                   anchors=None if anchor[0] is None else anchor[0][s_reps])
         engine.keep_class_index(engine.rho(), index)
     store: dict[str, RunSet] = {}
     start: dict[str, RunSet] = {}
@@ -1196,8 +1301,8 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     rederived = 0
     rho_f = engine.rho()
     for n in rels:
-        if len(D[n]):
-            d, pos = D[n], dom.get(n, ())
+        if len(Dn[n]):
+            d, pos = Dn[n], dom.get(n, ())
             if pos and rho_f is not rho:  # D's normal forms under the final ρ
                 cols = gather(d.cols, pos, rho_f)
                 if any(bool((cols[p] != d.cols[p]).any()) for p in pos):
@@ -1214,8 +1319,11 @@ def dred_eq(engine: Any, e_minus: dict[str, RowSet], e_plus: dict[str, RowSet],
     if nx:
         done.append(f"exploded {nx:,} classes ({len(x_members):,} members)")
     if len(s_reps):
+        moved = 0 if lz["rename"] is None else len(lz["rename"][0])
         done.append(f"{len(s_reps):,} classes split off {len(leavers):,} members (the rest "
-                    "held by certain equalities)")
+                    "held by certain equalities" + (
+                        f"; {moved:,} renamed after a member, their representative gone)"
+                        if moved else ")"))
     stats.note = (f"DRed≈: {'; '.join(done) if done else 'no class split'}; "
                   f"{stats.backward:,} instances checked backwards")
     if kept[0]:

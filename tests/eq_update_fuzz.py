@@ -128,6 +128,8 @@ def run_sequence(seed: int, steps: int = 6, paths_run: tuple[str, ...] = PATHS,
                 record["normal_form_dred"] += 1
             if "split off" in st.note:  # DRed≈ split off a class's leavers only
                 record["split"] += 1
+            if "renamed after a member" in st.note:  # ... its representative among them
+                record["renamed"] = record.get("renamed", 0) + 1
             if "kept out of D" in st.note:  # DRed≈'s overdeletion by strata kept facts
                 record["kept_by_strata"] += 1
         for n in case.kinds:
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bad = 0
     paths: dict[str, int] = {}
-    exploded = split = normal = kept = 0
+    exploded = split = normal = kept = renamed = 0
     with out.open("w") as f:
         for seed in range(args.start, args.start + args.sequences):
             rec = run_sequence(seed, args.steps, tuple(args.paths.split(",")), args.layered,
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             split += rec["split"]
             normal += rec["normal_form_dred"]
             kept += rec["kept_by_strata"]
+            renamed += rec.get("renamed", 0)
             bad += bool(rec["disagreements"])
             if rec["disagreements"]:
                 print(f"seed {seed}: {rec['disagreements'][:3]}", flush=True)
@@ -187,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                    "disagreeing_sequences": bad, "updates_by_path": paths,
                    "updates_that_split_classes": exploded,
                    "dred_updates_that_split_off_leavers": split,
+                   "dred_updates_that_renamed_a_class": renamed,
                    "dred_in_normal_form": normal,
                    "dred_kept_by_strata": kept,
                    "seconds": round(time.perf_counter() - t0, 1)}

@@ -98,17 +98,47 @@ def test_one_member_leaves_a_large_class() -> None:
     assert st.overdeleted < 40, st.overdeleted  # the class's rows: about 200
 
 
-def test_the_representative_leaving_merges_the_rest_again() -> None:
-    """Deleting the representative's keys leaves it alone in its component: the others
-    leave too (here the class explodes: m12, a rule constant, is among them), and the
-    insertion merges them again; the occurrence counts carried through those merges
-    equal counts taken afresh, and the next updates read them."""
+def test_the_representative_leaving_hands_the_class_to_the_rest() -> None:
+    """Deleting the representative's keys leaves it alone in its component: the other
+    39 members stay one class, renamed after the least of them (m1), and only m0's facts
+    are deleted and added again; the class index and the occurrence counts of the
+    renamed rows equal those taken afresh, and the next updates read them."""
     facts = _facts(random.Random(6))
     notes = _run(facts, [({}, {"key": [("m0", "K"), ("m0", "L")]}),
                          ({}, {"key": [("m30", "K")]}),
                          ({"key": [("m0", "K")]}, {"attr": [facts["attr"][5]]})])
+    assert "1 classes split off 1 members" in notes[0], notes[0]
+    assert "exploded" not in notes[0], notes[0]
+    assert "1 classes split off 1 members" in notes[1], notes[1]
+
+
+def test_the_representative_leaving_as_a_rule_constant_merges_the_rest_again() -> None:
+    """As above with m0 the constant of ``star(x) :- knows(x, "m0")``: the class explodes
+    and the insertion merges the others again; the occurrence counts carried through
+    those merges equal counts taken afresh."""
+    text = RULES.replace("{const}", "m0")
+    facts = _facts(random.Random(6))
+    notes = _run(facts, [({}, {"key": [("m0", "K"), ("m0", "L")]}),
+                         ({}, {"key": [("m30", "K")]}),
+                         ({"key": [("m0", "K")]}, {"attr": [facts["attr"][5]]})], text)
     assert "exploded 1 classes (40 members)" in notes[0], notes[0]
     assert "1 classes split off 1 members" in notes[1], notes[1]
+
+
+def test_the_representative_leaving_a_class_in_two_pieces() -> None:
+    """The representative held two groups together (m0 alone shares K with m1..m9 and L
+    with m10..m19, where L is the key of only those): the larger group stays, renamed,
+    and the other members stand alone."""
+    names = [f"m{i}" for i in range(20)]
+    key = [("m0", "K"), ("m0", "L")] + [(m, "K") for m in names[1:10]]
+    key += [(m, "L") for m in names[10:]]
+    rng = random.Random(4)
+    facts = {"key": key, "attr": [(x, rng.choice("123")) for x in names],
+             "knows": sorted({(x, rng.choice(names)) for x in names for _ in range(2)}),
+             "same": []}
+    notes = _run(facts, [({}, {"key": [("m0", "K"), ("m0", "L")]}),
+                         ({"key": [("m0", "L")]}, {})])
+    assert "1 classes split off 10 members" in notes[0], notes[0]
 
 
 def test_a_leaver_held_by_a_second_key_stays() -> None:
@@ -214,3 +244,42 @@ def test_shrink_classes_is_the_class_index_of_the_new_rho() -> None:
     got = shrink_classes(be, index, np.array([3, 120]), gone)
     assert all(np.array_equal(a, b) for a, b in zip(_classes(got),
                                                     _classes(class_index(be, rho2))))
+
+
+def _hub_facts(rng: random.Random) -> dict[str, list[tuple]]:
+    """Three classes whose members share keys from a small pool each (a member holds one
+    to three), so that a deleted key may take a class's representative (its first
+    member, the least id) away from the rest, or cut the rest in pieces."""
+    names = [f"c{c}m{i}" for c in range(3) for i in range(12)] + [f"o{i}" for i in range(6)]
+    key = [(f"c{c}m{i}", f"K{c}{rng.randrange(4)}") for c in range(3) for i in range(12)
+           for _ in range(rng.randint(1, 3))]
+    key += [(f"o{i}", f"ko{i}") for i in range(6)]
+    return {"key": sorted(set(key)),
+            "attr": [(x, rng.choice("123")) for x in names],
+            "knows": sorted({(x, rng.choice(names)) for x in names for _ in range(2)}),
+            "same": []}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_updates_taking_representatives_away(seed: int) -> None:
+    """Random deletions of the representatives' keys (and others), with re-insertions:
+    the classes renamed after a member, split and exploded all equal Remat≈, with the
+    class index and occurrence counts taken afresh."""
+    rng = random.Random(seed)
+    facts = _hub_facts(rng)
+    ups: list[tuple[dict, dict]] = []
+    cur = {n: list(v) for n, v in facts.items()}
+    gone: list[tuple] = []
+    for _ in range(4):
+        reps = [x for x in cur["key"] if x[0].endswith("m0") or x[0].endswith("m1")]
+        pool = reps + rng.sample(cur["key"], min(3, len(cur["key"])))
+        dele = {"key": sorted(set(rng.sample(pool, min(len(pool), rng.randint(1, 3)))))}
+        ins: dict[str, list[tuple]] = {}
+        if gone and rng.random() < 0.4:
+            back = rng.choice(gone)
+            if back not in dele["key"]:
+                ins = {"key": [back]}
+        gone += dele["key"]
+        ups.append((ins, dele))
+        cur["key"] = [x for x in cur["key"] if x not in dele["key"]] + ins.get("key", [])
+    _run(facts, ups)

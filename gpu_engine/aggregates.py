@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from gpu_engine.kernels import keys as K
 from gpu_engine.kernels.backend import INDEX
 from gpu_engine.kernels.group import sequential_sums
@@ -91,10 +93,13 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     floaty = agg.arg_type == "float"
     bits = ev.expr.bits
     sort_cols: list[Any] = []
+    extreme = floaty and agg.op in ("min", "max")
+    if extreme:  # Soufflé folds std::min/std::max from ±FLT_MAX: a NaN never wins
+        d = float_decode(be, val, bits)
+        d = xp.where(xp.isnan(d), xp.inf if agg.op == "min" else -xp.inf, d)
     if val is not None:  # a float sum adds in the order of the stored bits (Soufflé's index)
-        sort_cols.append(float_decode(be, val, bits) if floaty and agg.op in ("min", "max")
-                         else unsigned_order(be, val, bits) if agg.arg_type == "unsigned"
-                         else val)
+        sort_cols.append(d if extreme else unsigned_order(be, val, bits)
+                         if agg.arg_type == "unsigned" else val)
     gid = K.rank_rows(be, key_cols) if k else xp.zeros(n, dtype=INDEX)
     sort_cols.append(gid)
     order = xp.lexsort(xp.stack(sort_cols)) if len(sort_cols) > 1 else xp.argsort(gid)
@@ -107,6 +112,11 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     cnt = cw[ends - 1] - xp.where(starts > 0, cw[xp.maximum(starts - 1, 0)], 0)
     if agg.op == "count":
         value = wrap(be, cnt, "number", bits)
+    elif extreme:  # the word's largest finite float bounds the result (init value)
+        top = float(np.finfo(np.float64 if bits == 64 else np.float32).max)
+        pick = d[order][starts if agg.op == "min" else ends - 1]
+        value = float_encode(be, xp.minimum(pick, top) if agg.op == "min"
+                             else xp.maximum(pick, -top), bits)
     elif agg.op in ("min", "max"):
         value = val[order][starts if agg.op == "min" else ends - 1]
     else:

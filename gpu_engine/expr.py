@@ -168,10 +168,10 @@ class ExprEvaluator:
                 return xp.power(v[0], v[1])
         if op == "neg":
             return -v[0]
-        if op == "min":
-            return _fold(xp.minimum, v)
+        if op == "min":  # std::min / std::max, left to right: a NaN keeps the earlier
+            return _fold(lambda a, b: xp.where(b < a, b, a), v)
         if op == "max":
-            return _fold(xp.maximum, v)
+            return _fold(lambda a, b: xp.where(a < b, b, a), v)
         if op == "%":
             return xp.fmod(v[0], v[1])
         raise ProgramError(f"functor {op!r} is not defined on float")

@@ -418,3 +418,23 @@ def test_sequential_sums_kernel(groups: int, size: int) -> None:
                     acc = dtype(acc + vals[i])
                     c = dtype(c + dtype(1))
             assert sums[g] == acc and counts[g] == c, (g, sums[g], acc)
+
+
+def test_float_min_max_aggregates_fold_from_the_largest_float() -> None:
+    """Soufflé's min/max aggregates start from ±FLT_MAX and fold std::min/std::max: a NaN
+    never wins, an infinity on the starting side does not either."""
+    text = """
+    .decl n(k:number, x:float)
+    n(1, 0.0 / 0.0). n(2, 0.0 / 0.0). n(2, 5.0). n(3, 1.0 / 0.0). n(4, -1.0 / 0.0).
+    n(5, 2.0). n(5, 3.0).
+    .decl mn(k:number, x:float)
+    mn(k, m) :- n(k, _), m = min x : { n(k, x) }.
+    .decl mx(k:number, x:float)
+    mx(k, m) :- n(k, _), m = max x : { n(k, x) }.
+    """
+    r = Reasoner(text, device="cpu")
+    r.materialise()
+    assert sorted(r.render("mn").splitlines()) == [
+        "1\t3.40282347e+38", "2\t5", "3\t3.40282347e+38", "4\t-inf", "5\t2"]
+    assert sorted(r.render("mx").splitlines()) == [
+        "1\t-3.40282347e+38", "2\t5", "3\tinf", "4\t-3.40282347e+38", "5\t3"]

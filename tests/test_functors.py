@@ -514,3 +514,15 @@ def test_float_to_int_out_of_range_as_x86_builds(device: str) -> None:
         "2.14748352e+09\t2147483520\t2147483520", "4.29496704e+09\t-2147483648\t4294967040",
         "1e+10\t-2147483648\t1410065408", "9.99999998e+18\t-2147483648\t0",
         "-nan\t-2147483648\t0", "inf\t-2147483648\t0", "-inf\t-2147483648\t0"])
+
+
+def test_float_min_max_keep_the_earlier_argument_on_nan(device: str) -> None:
+    """``max``/``min`` are std::max/std::min folded left to right ((a < b) ? b : a): a
+    comparison with NaN is false, so the earlier argument stays."""
+    prog = """
+    .decl n(x:float)
+    n(0.0 / 0.0).
+    .decl r(a:float, b:float, c:float, d:float, e:float)
+    r(max(1.0, x), min(1.0, x), max(x, 1.0), max(1.0, x, 2.0), min(2.0, 1.0, 3.0)) :- n(x).
+    """
+    assert lines(prog, "r", device) == ["1\t1\t-nan\t2\t1"]

@@ -97,7 +97,9 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     if extreme:  # Soufflé folds std::min/std::max from ±FLT_MAX: a NaN never wins
         d = float_decode(be, val, bits)
         d = xp.where(xp.isnan(d), xp.inf if agg.op == "min" else -xp.inf, d)
-    if val is not None:  # a float sum adds in the order of the stored bits (Soufflé's index)
+    if agg.ordered and floaty:  # the atom's rows in order (its arguments follow t)
+        sort_cols.extend(reversed(cols[k + 1:]))
+    elif val is not None:  # a float sum adds in the order of the stored bits otherwise
         sort_cols.append(d if extreme else unsigned_order(be, val, bits)
                          if agg.arg_type == "unsigned" else val)
     gid = K.rank_rows(be, key_cols) if k else xp.zeros(n, dtype=INDEX)

@@ -174,7 +174,7 @@ class Aggregate:
 
     * ``count``: the number of instances (``number``);
     * ``sum``: the sum of ``t`` over the instances, of ``t``'s type (``number`` and
-      ``unsigned`` wrap to 32 bits; ``float`` is summed in double precision and rounded);
+      ``unsigned`` wrap to 32 bits; ``float`` adds one value at a time in float32);
     * ``min`` / ``max``: the least / greatest ``t`` (numeric types only);
     * ``mean``: the sum divided by the count, as ``float``.
 
@@ -196,6 +196,10 @@ class Aggregate:
     # variable) as a set over its named variables: the head is then (k.., t, locals..) and
     # each distinct head row is one instance
     distinct: bool = False
+    # a float sum or mean over one atom: the head's columns after ``t`` are the atom's
+    # arguments, in order, and the values are added in the order of those rows (Soufflé
+    # scans the atom's index and adds tuple by tuple in float32)
+    ordered: bool = False
     # evaluated inside a recursive stratum, per new key of its ``.dom`` relation (the body
     # reads only lower strata otherwise); ``count`` then yields 0 for a key without
     # instances (see gpu_engine.recursive_aggregates)

@@ -336,6 +336,28 @@ class AggregateLowering:
             vt, rules = self._declare_typed(inner_name, head_vars, alts, agg)
         finally:
             rels.pop(inner_name, None)
+        ordered = False
+        if agg.op in ("sum", "mean") and not distinct and vt[len(keys)] == "float":
+            # Soufflé adds a float sum tuple by tuple in the order of the atom's index:
+            # its arguments (wildcards named) follow the head's columns as sort keys
+            atoms = [lit for lit in body if isinstance(lit, SAtom)
+                     and lit.relation != name + ".dom"]
+            named = () if len(atoms) != 1 else tuple(
+                SVar(self._fresh("_"), a.loc) if isinstance(a, SWild) else a
+                for a in atoms[0].args)
+            order = [a for a in named if isinstance(a, SVar)]
+            if order:
+                body = [replace(lit, args=named) if lit is atoms[0] else lit for lit in body]
+                ordered_head = head_vars + order
+                rels[inner_name] = ir.Relation(inner_name, tuple(
+                    (f"c{i}", "number") for i in range(len(ordered_head))), "set", agg.loc)
+                try:
+                    alts = self.expand(SAtom(inner_name, tuple(ordered_head), agg.loc), body)
+                    vt, rules = self._declare_typed(inner_name, ordered_head, alts, agg)
+                finally:
+                    rels.pop(inner_name, None)
+                vt = vt[:len(head_vars)]
+                ordered = True
         if agg.op == "count":
             result = "number"
         else:
@@ -357,7 +379,8 @@ class AggregateLowering:
         self.attr_types[name] = (*key_types, result)
         self.program.aggregates[name] = ir.Aggregate(
             name, agg.op, tuple(rules), result, len(keys), agg.loc,  # type: ignore[arg-type]
-            None if agg.op == "count" else vt[len(keys)], distinct)  # type: ignore[arg-type]
+            None if agg.op == "count" else vt[len(keys)], distinct,  # type: ignore[arg-type]
+            ordered=ordered)
         return keys, name
 
     def _decorrelate(self, expr: STerm, body: list[SLiteral], outer: set[str],

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -331,24 +332,22 @@ def _render_outputs(r: Reasoner, output: str, default_io: str = "file",
     """The ``.output`` relations as (relation, destination, data, header line): data is
     the file's bytes (text, gzip with ``compress=true``), text for stdout, or an Arrow
     table (a Spark DataFrame on the Spark backend) for ``IO=parquet``; and the
-    ``.printsize`` sizes.  ``output == "-"`` sends every relation once to stdout as
-    tab-separated text under a header line of its attribute names (Soufflé's ``-D-``:
-    the directives' own IO and options are dropped; ``IO=rdf`` keeps its format)."""
+    ``.printsize`` sizes.  ``output == "-"`` sends every output directive to stdout
+    under a header line (Soufflé's ``-D-``, ``IODefaults``: ``IO=stdout`` and
+    ``headers=true`` replace the directive's own, its delimiter, ``rfc4180`` and
+    ``attributeNames`` stay, a relation with two directives prints twice; ``IO=rdf``
+    keeps its format)."""
     from .io import encode_output, header_line, portable_table
     from .io_params import io_options
 
     outputs: list[tuple[str, str, Any, str | None]] = []
     databases: dict[str, Any] = {}  # IO=sqlite: one SqliteOutput per database
-    printed: set[str] = set()
     for d in r.parsed.directives:
         if d.kind == "output" and output == "-" and d.params.get("IO") != "rdf":
-            # -D- replaces a relation's output directives by one to stdout with a header
-            # line and no other option, as Soufflé does
-            if d.relation not in printed:
-                printed.add(d.relation)
-                rel = r.program.relations[d.relation]
-                outputs.append((d.relation, "-", r.render(d.relation),
-                                "\t".join(a for a, _ in rel.attributes)))
+            opts = replace(io_options(d), headers=True, compress=False)
+            outputs.append((d.relation, "-", r.render(d.relation, opts.delimiter,
+                                                      options=opts),
+                            header_line(r.program.relations[d.relation], opts)))
             continue
         if d.kind == "output":
             io = d.params.get("IO", default_io)

@@ -500,12 +500,14 @@ def render_rows(cols: tuple[np.ndarray, ...], rel: Relation, symbols: SymbolTabl
 
 
 def header_line(rel: Relation, options: IOOptions) -> str | None:
-    """The header line ``headers=true`` asks for (attribute names joined by the
-    delimiter, or the directive's ``attributeNames``), without its line break."""
+    """The header line ``headers=true`` asks for (the directive's ``attributeNames`` as
+    written, or the attribute names joined by its delimiter parameter, a tab without
+    one: Soufflé's IOAttributes), without its line break."""
     if not options.headers:
         return None
-    names = options.attribute_names or tuple(a for a, _ in rel.attributes)
-    return options.delimiter.join(names)
+    if options.attribute_names is not None:
+        return options.attribute_names
+    return options.header_delimiter.join(a for a, _ in rel.attributes)
 
 
 def encode_output(text: str, options: IOOptions) -> bytes:

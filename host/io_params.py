@@ -4,7 +4,7 @@
 ``headers=true`` (input: the first line is skipped; output: a first line of attribute
 names), ``rfc4180=true`` (quoted CSV fields, ``""`` for a quote; the delimiter defaults
 to ``,``), ``compress=true`` (gzip; compressed input is also recognised without it) and
-``attributeNames=`` (the header's names, separated by the delimiter, a tab or a comma)
+``attributeNames=`` (the header line, written as given)
 and ``columns="2:0"`` (input: the file column each attribute is read from).
 Any other parameter (a misspelt ``filname=``) is ignored, as Soufflé ignores it (its
 ``semantic/store3`` test relies on that), with a note at the directive's location naming
@@ -37,15 +37,20 @@ class IOOptions:
     headers: bool = False
     rfc4180: bool = False
     compress: bool = False
-    attribute_names: tuple[str, ...] | None = None
+    attribute_names: str | None = None  # output: the header line as written
     # input: the file column of each attribute (``columns="2:0"``: attribute 1 from the
     # third column, attribute 2 from the first); None: the first columns, in order
     columns: tuple[int, ...] | None = None
+    header_delimiter: str = "\t"  # output: what joins the attribute names of the header
 
 
 def unescape(s: str) -> str:
-    """``\\t``-style escapes of a parameter value."""
-    return s.encode().decode("unicode_escape") if "\\" in s else s
+    """The escapes of a parameter value that Soufflé's ``unescape`` (StringUtil.h) reads:
+    ``\\"``, ``\\t``, ``\\r`` and ``\\n``, replaced in that order; any other backslash
+    stays as written (``delimiter="\\\\"`` is two backslashes)."""
+    for esc, ch in (('\\"', '"'), ("\\t", "\t"), ("\\r", "\r"), ("\\n", "\n")):
+        s = s.replace(esc, ch)
+    return s
 
 
 def check_params(d: Directive) -> list[str]:
@@ -77,11 +82,7 @@ def io_options(d: Directive) -> IOOptions:
     if flags["rfc4180"] and (len(delim) != 1 or delim in '"\r\n'):
         raise ProgramError(f"rfc4180=true needs a one-character delimiter other than a quote "
                            f"or a line break, got {delim!r} for .{d.kind} {d.relation}", d.loc)
-    names = None
-    if "attributeNames" in d.params:
-        raw = unescape(d.params["attributeNames"])
-        sep = delim if delim in raw else ("\t" if "\t" in raw else ",")
-        names = tuple(n.strip() for n in raw.split(sep))
+    names = unescape(d.params["attributeNames"]) if "attributeNames" in d.params else None
     columns = None
     if "columns" in d.params:
         try:
@@ -92,8 +93,11 @@ def io_options(d: Directive) -> IOOptions:
             raise ProgramError(f"parameter columns={d.params['columns']!r} of .{d.kind} "
                                f"{d.relation}: expected distinct column numbers separated by "
                                "':' (columns=\"2:0\")", d.loc)
+    # the header joins the attribute names by the delimiter parameter, a tab without one
+    # (Soufflé's IOAttributes: rfc4180's default comma is not a parameter)
+    joiner = unescape(d.params["delimiter"]) if "delimiter" in d.params else "\t"
     return IOOptions(delim, flags["headers"], flags["rfc4180"], flags["compress"], names,
-                     columns)
+                     columns, joiner)
 
 
 def _similar(a: str, b: str) -> bool:

@@ -233,12 +233,14 @@ def test_conformance_style_include_case(tmp_path: Path) -> None:
 
 
 def test_print_to_stdout_as_souffle_does(tmp_path: Path) -> None:
-    """``-D-``: each output relation once, under a header line of its attribute names,
-    tab-separated whatever its directives asked (Soufflé replaces them by one to stdout)."""
+    """``-D-``: every output directive to stdout under a header line, its delimiter
+    kept (Soufflé's IODefaults sets ``IO=stdout`` and ``headers=true`` on each one and
+    leaves its other parameters; the header joins the names by the delimiter)."""
     write(tmp_path, {"p.dl": '.decl A(l: number, y: symbol)\nA(1, "a,b").\n.output A\n'
                              '.output A(IO=stdout, delimiter=",")\n.decl N()\nN().\n'
                              '.output N(IO=json)\n.printsize A\n'})
     rc, out, err = cli_run(tmp_path / "p.dl", "-D", "-")
     assert rc == 0, err
     assert out == ("---------------\nA\nl\ty\n===============\n1\ta,b\n===============\n"
+                   "---------------\nA\nl,y\n===============\n1,a,b\n===============\n"
                    "---------------\nN\n\n===============\n()\n===============\nA\t1\n")

@@ -122,6 +122,20 @@ def test_outputs_with_parameters(tmp_path: Path) -> None:
                                  "===============\n")
 
 
+def test_output_headers_as_souffle(tmp_path: Path) -> None:
+    """``attributeNames`` is the header as written; without it the names are joined by
+    the delimiter parameter, a tab when there is none (rfc4180's comma is no parameter:
+    Soufflé's IOAttributes)."""
+    prog = ('.decl a(x:number, s:symbol)\na(1, "p").\n'
+            '.output a(filename="n.csv", headers=true, attributeNames="p,q", delimiter="|")\n'
+            '.output a(filename="r.csv", headers=true, rfc4180=true)\n')
+    p = run_cli(tmp_path, prog, "-D", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out"
+    assert (out / "n.csv").read_text().splitlines() == ["p,q", "1|p"]
+    assert (out / "r.csv").read_text().splitlines() == ["x\ts", '1,"p"']
+
+
 def test_rfc4180_output_quotes_as_souffle(tmp_path: Path) -> None:
     """Soufflé's rfc4180 writer: a symbol's quote becomes \\"" (its documentation's
     example), and so does one inside a record, whose symbols are written between "" (as in

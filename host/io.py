@@ -11,6 +11,7 @@ import csv
 import gzip
 import io
 import math
+import mmap
 import os
 import re
 import stat
@@ -198,7 +199,11 @@ def read_facts(path: str | Path, rel: Relation, symbols: SymbolTable,
     if len(want) != rel.arity:
         raise FactsError(f"columns={':'.join(map(str, want))} names {len(want)} columns for the "
                          f"{rel.arity} attributes of {rel.name}", Location(str(src.path), 1, 1))
-    if len(opts.delimiter) == 1 and opts.delimiter not in "\r\n":
+    # Arrow's reader ends lines at a lone \r, which Soufflé keeps (getline splits at \n
+    # only); a blank line of a one-symbol file is a symbol, at the very end too; with a
+    # comma in the delimiter Soufflé keeps [...] together: the text path reads those
+    by_lines = not opts.rfc4180 and (blank or _lone_cr(src) or _bracketed(src, opts))
+    if len(opts.delimiter) == 1 and opts.delimiter not in "\r\n" and not by_lines:
         try:
             table = _read_csv(src, opts, rel.arity if opts.columns is None else None, blank)
         except pa.ArrowInvalid as exc:
@@ -425,14 +430,69 @@ def _split_lines(src: _FactSource, opts: IOOptions, want: tuple[int, ...],
         lines.pop()  # the final line break
     if opts.headers:
         lines = lines[1:]
-    arr = pc.utf8_rtrim(pa.array(lines, pa.string()), characters="\r")
+    # one \r before the line break goes (Soufflé's readNextTuple), others stay
+    arr = pc.replace_substring_regex(pa.array(lines, pa.string()), pattern="\r$",
+                                     replacement="", max_replacements=1)
     if not blank:
         arr = arr.filter(pc.not_equal(arr, ""))
-    parts = pc.split_pattern(arr, pattern=opts.delimiter)
+    if _bracketed(src, opts):  # Soufflé's nextElement: a delimiter inside [...] is text
+        parts = pa.array([_split_bracketed(x, opts.delimiter) for x in arr.to_pylist()],
+                         pa.list_(pa.string()))
+    else:
+        parts = pc.split_pattern(arr, pattern=opts.delimiter)
     lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
     if len(lens) and (lens <= max(want)).any():
         raise _locate_shape_error(src, opts, "", max(want) + 1)
     return [pc.list_element(parts, c) for c in want]
+
+
+def _scan(src: _FactSource, fn: Any) -> Any:
+    """``fn`` of the file's bytes (a memory map of a regular file: nothing is copied)."""
+    if src.data is not None or not src.size:
+        return fn(src.data or b"")
+    with open(src.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return fn(m)
+
+
+def _lone_cr(src: _FactSource) -> bool:
+    """Whether the file holds a carriage return not followed by a line break (one pass
+    of ``memchr`` when it holds none)."""
+    def lone(buf: Any) -> bool:
+        if buf.find(b"\r") < 0:
+            return False
+        a = np.frombuffer(buf, dtype=np.uint8)
+        cr = a == 13
+        found = bool(cr[-1] or (cr[:-1] & (a[1:] != 10)).any())
+        del a, cr  # the map's buffer is released before it closes
+        return found
+
+    return bool(_scan(src, lone))
+
+
+def _bracketed(src: _FactSource, opts: IOOptions) -> bool:
+    """Whether fields are split around brackets: a comma in the delimiter and a ``[`` in
+    the file (Soufflé's ReadStreamCSV keeps a record's text whole then)."""
+    if "," not in opts.delimiter or opts.rfc4180:
+        return False
+    return bool(_scan(src, lambda buf: buf.find(b"[") >= 0))
+
+
+def _split_bracketed(line: str, delimiter: str) -> list[str]:
+    """The fields of a line split at ``delimiter`` outside brackets (``[1,2],3`` with a
+    comma is ``[1,2]`` and ``3``), as Soufflé's ``nextElement`` does for a delimiter
+    holding a comma."""
+    out: list[str] = []
+    start = depth = 0
+    i = 0
+    while i < len(line):
+        if depth == 0 and line.startswith(delimiter, i):
+            out.append(line[start:i])
+            i = start = i + len(delimiter)
+            continue
+        depth += {"[": 1, "]": -1}.get(line[i], 0)
+        i += 1
+    out.append(line[start:])
+    return out
 
 
 def _locate_value_error(src: _FactSource, opts: IOOptions, row: int, col: int, typ: str,

@@ -453,3 +453,25 @@ def test_fact_files_read_as_souffle_reads_them(tmp_path: Path) -> None:
     with pytest.raises(ProgramError, match="columns="):
         Reasoner('.decl c(n:number, s:symbol)\n.input c(columns="2:x")\n',
                  device="cpu").load_inputs(tmp_path)
+
+
+def test_lines_and_fields_as_souffle_reads_them(tmp_path: Path) -> None:
+    """Soufflé's ReadStreamCSV: lines end at \\n only (one \\r before it goes, a lone \\r
+    is text); a blank line of a one-symbol file is the symbol "", at the end too; with a
+    comma in the delimiter, a delimiter inside [...] is text."""
+    (tmp_path / "s.facts").write_text("a\n\n")
+    (tmp_path / "t.facts").write_bytes(b"a\rb\nx\r\n")
+    (tmp_path / "u.facts").write_bytes(b"a\tb\rc\td\n")
+    (tmp_path / "v.facts").write_text("a[b,c]d,e\n[x,y],z\n")
+    (tmp_path / "w.facts").write_text("[1,2],3\n")
+    r = Reasoner(".decl s(x:symbol)\n.input s\n.decl t(x:symbol)\n.input t\n"
+                 ".decl u(x:symbol, y:symbol)\n.input u\n"
+                 '.decl v(x:symbol, y:symbol)\n.input v(delimiter=",")\n'
+                 '.type P = [a:number, b:number]\n.decl w(p:P, n:number)\n'
+                 '.input w(delimiter=",")\n', device="cpu")
+    r.load_inputs(tmp_path)
+    assert rows(r, "s") == [("",), ("a",)]
+    assert rows(r, "t") == [("a\rb",), ("x",)]
+    assert rows(r, "u") == [("a", "b\rc")]
+    assert rows(r, "v") == [("[x,y]", "z"), ("a[b,c]d", "e")]
+    assert r.render("w").strip() == "[1, 2]\t3"

@@ -231,6 +231,7 @@ hu(x, y, x * y, x ^ y) :- u(x, y).
 hu(x, y, x / y, (x bshru 1) + to_unsigned("12")) :- u(x, y).
 hf(a, b, a / b, a * b + 1.5, to_number(a)) :- f(a, b).
 hf(a, b, -a, a ^ b, 1) :- f(a, b), a < b.
+hf(a, b, max(a / b, 1.0), min(1.0, a / b, b), 2) :- f(a, b).
 hf(itof(x), utof(itou(y)), max(itof(x), 2.5), 0.5, ftoi(itof(y))) :- v(x, y), x < 10.
 s(to_string(x), to_number(to_string(y)) + 1, substr("hello", x, y), itou(x)) :- v(x, y).
 g(x, z) :- v(x, y), z = x + y, z > 2, !v(z, _), !h(x - 1, _, _, _, _, _).

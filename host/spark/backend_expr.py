@@ -280,20 +280,26 @@ def _float_op(op: str, v: list[Any]) -> Any:
         return _float_result(F.pow(v[0], v[1]))
     if op == "neg":
         return _float_result(-v[0])
-    any_nan = F.isnan(v[0])
+    # std::min / std::max left to right: a NaN keeps the earlier argument (Spark orders
+    # NaN above every number, so comparisons with it are ruled out first)
+    acc = v[0]
     for x in v[1:]:
-        any_nan = any_nan | F.isnan(x)
-    ext = F.least(*v) if op == "min" else F.greatest(*v)
-    return _float_result(F.when(any_nan, nan).otherwise(ext))
+        better = (x < acc) if op == "min" else (acc < x)
+        acc = F.when(~F.isnan(acc) & ~F.isnan(x) & better, x).otherwise(acc)
+    return _float_result(acc)
 
 
 def _conversion(op: str, v: Any, typ: ColumnType) -> Any:
     F = _F()
-    if op in ("ftoi", "ftou"):
+    if op in ("ftoi", "ftou"):  # as x86-64 builds convert (gpu_engine.values.float_to_int)
         d = v.cast("double")
-        out_of_range = F.isnan(d) | (F.abs(d) >= float(1 << 63))
-        whole = F.when(out_of_range, F.lit(0).cast("long")).otherwise(d.cast("long"))
-        return wrap(whole, typ)
+        if op == "ftoi":  # INT_MIN beyond int32 and for NaN (a comparison with it is false)
+            ok = (d > -2147483649.0) & (d < 2147483648.0)
+            bad = F.lit(-(1 << 31)).cast("long")
+        else:  # through int64: its low bits, 0 beyond
+            ok = (d >= -float(1 << 63)) & (d < float(1 << 63))
+            bad = F.lit(0).cast("long")
+        return wrap(F.when(ok & ~F.isnan(d), d.cast("long")).otherwise(bad), typ)
     if typ == "float":
         return _float_result(v.cast("double"))
     return wrap(v.cast("long"), typ)

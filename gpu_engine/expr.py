@@ -113,6 +113,10 @@ class ExprEvaluator:
             host = [be.to_host(v) for v in vals]
             out = string_functor(self.symbols, op, host, arg_types, typ, self.warn)
             return be.asarray(out), valid
+        if op == "bits":  # as() between float and an integer type: the same bits
+            if self.bits == 64:  # every 64-bit column holds the word's bit pattern
+                return vals[0], valid
+            return wrap(be, vals[0], "unsigned" if typ == "unsigned" else "number"), valid
         if op in _CONVERSION_ARG:
             src = _CONVERSION_ARG[op]
             v = vals[0]

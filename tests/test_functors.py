@@ -526,3 +526,20 @@ def test_float_min_max_keep_the_earlier_argument_on_nan(device: str) -> None:
     r(max(1.0, x), min(1.0, x), max(x, 1.0), max(1.0, x, 2.0), min(2.0, 1.0, 3.0)) :- n(x).
     """
     assert lines(prog, "r", device) == ["1\t1\t-nan\t2\t1"]
+
+
+def test_as_between_float_and_integers_reads_the_bits(device: str) -> None:
+    """Soufflé drops an ``as`` cast (RemoveTypecasts): a number or unsigned cast to float
+    is the float with those bits, and back."""
+    prog = """
+    .decl n(x:number) n(1065353216). n(-1082130432).
+    .decl u(x:unsigned) u(3212836864).
+    .decl f(x:float) f(1.0). f(-2.5).
+    .decl a(x:float)
+    a(as(x, float)) :- n(x).
+    a(as(x, float)) :- u(x).
+    .decl b(x:number, y:unsigned)
+    b(as(x, number), as(x, unsigned)) :- f(x).
+    """
+    assert lines(prog, "a", device) == ["-1", "1"]
+    assert lines(prog, "b", device) == ["-1071644672\t3223322624", "1065353216\t1065353216"]

@@ -368,8 +368,10 @@ def test_as_casts() -> None:
     assert p.rules[0].head.args == (Var("x"),)
     assert p.rules[1].head.args == (Call("itou", (Var("x"),), "unsigned"),)
     assert p.rules[2].body[1] == Compare("=", Var("x"), Const(3, "number"), "number")
-    err = error_of(".decl N(x:number)\n.decl F(x:float)\nF(as(x, float)) :- N(x).\n")
-    assert where(err) == (3, 3) and "as() from number to float" in err.message
+    p = parse(".decl N(x:number)\n.decl F(x:float)\nF(as(x, float)) :- N(x).\n").program
+    assert p.rules[0].head.args == (Call("bits", (Var("x"),), "float"),)  # the same bits
+    err = error_of(".decl N(x:number)\n.decl S(x:symbol)\nS(as(x, symbol)) :- N(x).\n")
+    assert where(err) == (3, 3) and "as() from number to symbol" in err.message
 
 
 # --- errors with exact locations -------------------------------------------------------

@@ -79,6 +79,7 @@ _CONVERSIONS: dict[str, tuple[str, dict[str, str]]] = {
 
 _FOLDABLE = (set(_POLY_OPS) - {"range"}) | {"itou", "itof", "utoi", "utof", "ftoi", "ftou"}
 _CASTS = {("number", "unsigned"): "itou", ("unsigned", "number"): "utoi"}
+_NUMERIC = {"number", "unsigned", "float"}
 
 
 def _argument_ctx(relation: str, i: int) -> str:
@@ -380,6 +381,8 @@ class ClauseTyper:
         if source is None or source == target:
             return self.lower_term(t.arg, target, f"the argument of as(..., {t.type_name})")
         op = _CASTS.get((source, target))
+        if op is None and {source, target} <= _NUMERIC and "float" in (source, target):
+            op = "bits"  # Soufflé drops the cast: the same bits read as the other type
         if op is None:
             raise ProgramError(
                 f"as() from {source} to {target} is not supported (it would reinterpret the "

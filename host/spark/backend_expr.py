@@ -68,6 +68,8 @@ def check_term(t: Term, types: Mapping[str, ColumnType], where: str) -> None:
         bad = "records and ADTs (their ids belong to the local engine's record table)"
     elif op == "ord":
         bad = "'ord' (its value is a dictionary id of the local engine)"
+    elif op == "bits":
+        bad = "as() between float and integer types (a reinterpretation of the bits)"
     elif op == "to_float":
         bad = "'to_float' of a symbol"
     elif op == "to_string" and arg_types and arg_types[0] == "float":

@@ -34,7 +34,8 @@ from .record_io import RecordSyntaxError, encode_record_column, format_records, 
 
 _INT_RE = {"number": r"^\s*[-+]?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
            "unsigned": r"^\s*\+?(\d+|0x[0-9a-fA-F]+|0b[01]+)\s*$",
-           "float": r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)\s*$"}
+           "float": r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?"
+                    r"|(?i:inf|infinity|nan))\s*$"}  # strtof's spellings of inf and nan
 
 
 class FactsError(ProgramError):

@@ -475,3 +475,11 @@ def test_lines_and_fields_as_souffle_reads_them(tmp_path: Path) -> None:
     assert rows(r, "u") == [("a", "b\rc")]
     assert rows(r, "v") == [("[x,y]", "z"), ("a[b,c]d", "e")]
     assert r.render("w").strip() == "[1, 2]\t3"
+
+
+def test_float_spellings_strtof_reads(tmp_path: Path) -> None:
+    """A float column reads what ``strtof`` reads: inf, infinity and nan in any case."""
+    (tmp_path / "f.facts").write_text("INF\n-Infinity\nNaN\n1.5\n")
+    r = Reasoner(".decl f(x:float)\n.input f\n", device="cpu")
+    r.load_inputs(tmp_path)
+    assert sorted(r.render("f").splitlines()) == ["-inf", "1.5", "inf", "nan"]

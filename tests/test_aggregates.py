@@ -463,3 +463,18 @@ def test_float_sums_add_in_the_order_of_the_atom() -> None:
     assert r.render("s").split() == ["16777216"]
     assert r.render("m").split() == ["5592405.5"]
     assert sorted(r.render("t").splitlines()) == ["1\t16777216", "2\t16777218"]
+
+
+@pytest.mark.parametrize("rule, expected", [
+    # a target in parentheses (Soufflé's issues 651 and 662): min/max are aggregates, not
+    # the functors, where ":" follows the parenthesis
+    ("r(c) :- c = max(y) : { q(_, y) }.", {(7,)}),
+    ("r(c) :- c = min(y) : q(_, y).", {(-2,)}),
+    ("r(c) :- c = sum (y * 2) : { q(_, y) }.", {(32,)}),
+    # ... and the functors inside a target or a body
+    ("r(c) :- c = sum y + max(y, 0) : { q(_, y) }.", {(34,)}),
+    ("r(c) :- c = count : { q(x, y), y = max(x, 5) }.", {(1,)}),
+])
+def test_parenthesised_targets(rule: str, expected: set) -> None:
+    r = run(BASE + f".decl r(c:number)\n{rule}\n")
+    assert rows(r, "r") == expected

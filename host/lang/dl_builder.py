@@ -412,6 +412,16 @@ class Builder(Transformer):
     def aggregator(self, children: list[Token]) -> Token:
         return children[0]
 
+    def paren_aggregator(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def paren_aggregate(self, children: list[Any]) -> SAgg:
+        """``sum (expr) : body``, ``max(y) : body``: a parenthesised target."""
+        tok, _lpar, target, body = children
+        if tok.type in ("MIN_AGG", "MAX_AGG"):
+            tok = tok.update(value="min" if tok.type == "MIN_AGG" else "max")
+        return self.aggregate([tok, target, body])
+
     def aggregate(self, children: list[Any]) -> SAgg:
         tok = children[0]
         loc = self._loc(tok)

@@ -92,6 +92,7 @@ class DatalogLexer(Lexer):
         match = _MASTER.match
         keywords, directives, punct = self.keywords, self.directives, self.punct
         pos, end, line, line_start = 0, len(text), 1, 0
+        previous = ""  # the last token's text
         file: str | None = None  # None: the parsed text's own file name
         while pos < end:
             if text[pos] == "@" and text.startswith(("@[", "@!["), pos):
@@ -143,6 +144,10 @@ class DatalogLexer(Lexer):
                         value += more.group()
                 kw = keywords.get(value)
                 ttype = kw if kw is not None and kw in states[stack[-1]] else "IDENT"
+                if value in ("min", "max") and previous not in _OPERATORS:
+                    agg = "MIN_AGG" if value == "min" else "MAX_AGG"
+                    if agg in states[stack[-1]] and _paren_then_colon(text, m.end()):
+                        ttype = agg  # `max(y) : body`: an aggregate, not the functor
                 if value in ("__LINE__", "__FILE__"):  # as Soufflé's lexer does
                     yield _special(value, pos, line, column, file)
                     pos += len(value)
@@ -159,6 +164,7 @@ class DatalogLexer(Lexer):
                 ttype = keywords.get("choice-domain", "CHOICE_DOMAIN")
                 if ttype not in states[stack[-1]]:
                     value, ttype = "choice", "IDENT"
+            previous = value
             yield _token(ttype, value, pos, line, column, file)
             pos += len(value)
 
@@ -169,6 +175,43 @@ class DatalogLexer(Lexer):
         if text.startswith('"', pos):
             return LexError("syntax error: unterminated string literal", line, column)
         return LexError(f"syntax error: unexpected character {text[pos]!r}", line, column)
+
+
+# tokens after which `min(`/`max(` continue an expression (`sum x + max(a, b) : ...`):
+# there they are the functors
+_OPERATORS = frozenset({"+", "-", "*", "/", "%", "^", "band", "bor", "bxor", "bshl", "bshr",
+                        "bshru", "land", "lor", "lxor", "bnot", "lnot", "sum", "mean", "min",
+                        "max", "count"})
+
+
+def _paren_then_colon(text: str, pos: int) -> bool:
+    """Whether ``text`` continues at ``pos`` with a balanced parenthesis (strings inside
+    skipped) and then ``:`` that does not begin ``:-``."""
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    if pos >= n or text[pos] != "(":
+        return False
+    depth = 0
+    while pos < n:
+        c = text[pos]
+        if c == '"':
+            m = re.compile(_STRING_LITERAL).match(text, pos)
+            if m is None:
+                return False
+            pos = m.end()
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if not depth:
+                break
+        pos += 1
+    pos += 1
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    return text.startswith(":", pos) and not text.startswith(":-", pos)
 
 
 def annotation_end(text: str, pos: int) -> int:

@@ -275,6 +275,9 @@ def test_autoinc_numbers_derivations(device: str) -> None:
     assert sorted(map(int, a + c)) == [0, 1, 2, 3, 4]
     assert lines(".decl B(a:number) B(1).\n.decl A(a:number) A(autoinc()) :- B(1). "
                  "A(autoinc()) :- B(1). A(autoinc()) :- B(1).", "A", device) == ["0", "1", "2"]
+    # `$` is Soufflé's deprecated spelling of autoinc()
+    assert lines(".decl B(a:number) B(1).\n.decl A(a:number) A($) :- B(1). A($) :- B(1).",
+                 "A", device) == ["0", "1"]
 
 
 def test_autoinc_refused_in_recursive_rules() -> None:

@@ -78,7 +78,6 @@ _PRECEDENCE = {
 }
 
 _UNSUPPORTED_TERMS = {
-    "DOLLAR": "algebraic data types and counters ($) are not supported",
     "ITERATION_CNT": "recursive_iteration_cnt() (the evaluation's iteration number) is not "
                      "supported",
 }
@@ -403,7 +402,7 @@ class Builder(Transformer):
 
     def unsupported_term(self, children: list[Any]) -> Any:
         tok = children[0]
-        if tok.type == "AUTOINC":
+        if tok.type in ("AUTOINC", "DOLLAR"):  # `$`: Soufflé's deprecated autoinc()
             return SCall("autoinc", (), self._loc(tok), self._loc(tok))
         if tok.type == "ITERATION_CNT":  # the seminaive iteration (gpu_engine.iteration)
             return SCall("recursive_iteration_cnt", (), self._loc(tok), self._loc(tok))

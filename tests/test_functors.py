@@ -374,6 +374,10 @@ def test_subsumption_compares_one_relation() -> None:
     with pytest.raises(ProgramError, match="one relation") as e:
         Reasoner(".decl A(x:number) .decl B(x:number)\nA(x) <= B(y) :- x < y.", device="cpu")
     assert e.value.loc is not None and (e.value.loc.line, e.value.loc.column) == (2, 6)
+    with pytest.raises(ProgramError, match="must not be a nullary relation") as e:
+        Reasoner(".decl A() .decl B(x:number)\nB(1). A() :- B(_).\nA() <= A() :- B(1).",
+                 device="cpu")
+    assert e.value.loc is not None and (e.value.loc.line, e.value.loc.column) == (3, 1)
 
 
 # --- division by zero, nullary facts, true/false ----------------------------------------------------

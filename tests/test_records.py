@@ -417,3 +417,10 @@ s([[1, 5], 5]).
 """, encoding="utf-8")
     assert main(["run", str(prog), "-D", str(tmp_path), "--quiet"]) == 0
     assert (tmp_path / "s.json").read_text(encoding="utf-8") == "[[[[1, 5], 5]]]\n"
+
+
+def test_a_record_field_named_twice_is_an_error() -> None:
+    """Soufflé's semantic check: "Doubly defined field name a in definition of type V"."""
+    with pytest.raises(ProgramError, match="doubly defined field name 'a'") as e:
+        Reasoner(".type V = [a: number, a: number]\n.decl r(v: V)\nr([1, 2]).\n", device="cpu")
+    assert (e.value.loc.line, e.value.loc.column) == (1, 23)

@@ -323,6 +323,9 @@ class Lowering:
 
         assert stmt.dominating is not None
         low, high = named(stmt.heads[0]), named(stmt.dominating)
+        if not low.args:  # Soufflé's semantic check
+            raise ProgramError(f'subsumptive relation "{low.relation}" must not be a '
+                               "nullary relation", low.loc)
         for body in bodies:
             check_clause(low, [low, high, *body], self.declared, self.attr_types, self.subtypes)
             typer = ClauseTyper(low, [low, high, *body], self.program.relations, self.types,

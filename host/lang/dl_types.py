@@ -64,10 +64,16 @@ class TypeEnv:
                     self.branches[branch.name] = (f"adt {d.name.name}", k, fields)
         for d in decls:
             self._resolve(d.name.name, d.name.loc, ())
-        for d in decls:  # field types must exist
+        for d in decls:  # field types must exist, a record's field names be distinct
             pairs = [*d.fields, *(f for _, fs in d.branches for f in fs)]
             for _fname, ftype in pairs:
                 self.base(ftype)
+            seen: set[str] = set()
+            for fname, _ in d.fields:  # (Soufflé checks records so, not ADT branches)
+                if fname.name in seen:
+                    raise ProgramError(f"doubly defined field name '{fname.name}' in the "
+                                       f"definition of type '{d.name.name}'", fname.loc)
+                seen.add(fname.name)
 
     def base(self, type_name: Named) -> str:
         """The base (or record/ADT) type of a type name; unknown names are errors."""

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
 
-.PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
+.PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-conformance-updates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
@@ -78,6 +78,12 @@ fuzz-eq-update: $(STAMP)
 fuzz-programs: $(STAMP)
 	$(PY) -m benchmarks.campaigns.programs --n $(or $(N),10000) --seed $(or $(SEED),0) \
 	  --out benchmarks/results/fuzz_programs.jsonl
+
+## fuzz-conformance-updates: the programs of ../shared/conformance (N cases, default all)
+##   with explicit facts deleted and inserted again by every algorithm, against Remat
+fuzz-conformance-updates: $(STAMP)
+	$(PY) -m benchmarks.campaigns.conformance_updates $(if $(N),--n $(N)) --seed $(or $(SEED),0) \
+	  --out benchmarks/results/fuzz_conformance_updates.jsonl
 
 ## fuzz-aggregates: N random update sequences (default 1000) on generated aggregate programs,
 ##   every maintenance algorithm against rematerialisation (relations, E, counters)

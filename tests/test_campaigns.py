@@ -17,7 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.campaigns import aggregates, faults, gpu_oom, inputs, programs  # noqa: E402
+from benchmarks.campaigns import (  # noqa: E402
+    aggregates,
+    conformance_updates,
+    faults,
+    gpu_oom,
+    inputs,
+    programs,
+)
 from benchmarks.campaigns.common import draw  # noqa: E402
 from benchmarks.campaigns.known import known_bug  # noqa: E402
 from benchmarks.campaigns.mutate import mutate_bytes  # noqa: E402
@@ -56,6 +63,14 @@ def test_fuzz_programs(device: str) -> None:
 def test_fuzz_aggregates(device: str) -> None:
     line = aggregates.run(6, seed=2_000, device=device)
     assert line["counts"].get("with_aggregates", 0) >= 3
+    assert not line["failures"], _report(line)
+
+
+def test_conformance_programs_under_updates() -> None:
+    """Soufflé's programs: deleting and re-inserting explicit facts by DRed^c and B/F^c
+    equals Remat (the campaign runs every algorithm over every case)."""
+    line = conformance_updates.run(4, seed=0, algorithms=("dredc", "bfc"))
+    assert line["counts"].get("updates", 0) >= 12
     assert not line["failures"], _report(line)
 
 

@@ -426,7 +426,8 @@ def _split_lines(src: _FactSource, opts: IOOptions, want: tuple[int, ...],
     """The columns ``want`` of a file split by Arrow string kernels (a delimiter Arrow's
     CSV reader cannot take, or lines of different widths); columns past them are
     ignored, as Soufflé ignores them."""
-    lines = src.text().split("\n")
+    text = src.text()
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final line break
     if opts.headers:
@@ -436,7 +437,8 @@ def _split_lines(src: _FactSource, opts: IOOptions, want: tuple[int, ...],
                                      replacement="", max_replacements=1)
     if not blank:
         arr = arr.filter(pc.not_equal(arr, ""))
-    if _bracketed(src, opts):  # Soufflé's nextElement: a delimiter inside [...] is text
+    if "," in opts.delimiter and not opts.rfc4180 and "[" in text:  # Soufflé's nextElement:
+        # a delimiter inside [...] is text
         parts = pa.array([_split_bracketed(x, opts.delimiter) for x in arr.to_pylist()],
                          pa.list_(pa.string()))
     else:

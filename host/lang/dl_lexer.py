@@ -16,6 +16,7 @@ from lark import Token
 from lark.lexer import Lexer, LexerState, PatternStr
 
 _STRING_LITERAL = r'"(?:\\.|[^"\\])*"'  # also skipped inside annotations (annotation_end)
+_STRING = re.compile(_STRING_LITERAL)
 _MASTER = re.compile(
     r"""
      (?P<WS>[ \t\f\r\n]+)
@@ -196,7 +197,7 @@ def _paren_then_colon(text: str, pos: int) -> bool:
     while pos < n:
         c = text[pos]
         if c == '"':
-            m = re.compile(_STRING_LITERAL).match(text, pos)
+            m = _STRING.match(text, pos)
             if m is None:
                 return False
             pos = m.end()

@@ -76,9 +76,11 @@ is the components of the final equalities, and the rows are the normal forms.
 
 Programs with negation, aggregates, subsumption or choice are maintained by Remat≈
 (reported in ``UpdateStats.note``).  ``auto`` (the default for equality programs) runs
-DRed≈ with a budget: when D grows beyond :data:`BUDGET` of I (:data:`BUDGET_SPLIT` once
-classes of more than :data:`SPLIT_MEMBERS` members exploded; or the deletions are more
-than :data:`LARGE_UPDATE` of a large E) it rematerialises instead, so an update costs about a
+DRed≈ with a budget: when overdeletion runs longer than :data:`BF_TIME` of the last
+materialisation's time, or D grows beyond :data:`BUDGET_TIMED` of I (:data:`BUDGET`
+without a time budget; :data:`BUDGET_SPLIT` once classes of more than
+:data:`SPLIT_MEMBERS` members exploded; or the deletions are more than
+:data:`LARGE_UPDATE` of a large E) it rematerialises instead, so an update costs about a
 Remat≈ at worst.
 """
 
@@ -121,7 +123,14 @@ STRATA = True
 # members splits off those members only (False: it explodes, every member alone)
 PARTIAL = True
 
-BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I|
+BUDGET = 0.04  # auto: DRed≈ gives up once |D| exceeds this fraction of |I| ...
+# ... or this one when its time is bounded too (BF_TIME): what a deleted row costs varies
+# too much for a size to predict the time (per row of D, 4-6x a Remat≈ row on OWL 2 RL
+# dup, 1,000 deletions, up to 280x on sameas 600k), while the time budget measures it:
+# overdeletion is most of DRed≈'s time (rederivation and insertion took 0.3-1.3x its time
+# on sameas, LUBM and OWL 2 RL dup), so overdeletion within BF_TIME ends within about
+# 2 x BF_TIME of a materialisation; past this size DRed≈ cannot win
+BUDGET_TIMED = 0.15
 BUDGET_SPLIT = 0.01  # ... this fraction once classes of more than SPLIT_MEMBERS members
 # in all exploded (re-merging them costs Mat≈ rounds; small ones cost little: OWL 2 RL
 # dup, 100 deletions exploding a 2-member class, DRed≈ 0.13 s, Remat≈ 0.62 s)
@@ -400,10 +409,10 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         if run not in ("remat", "mat≈", "b/f≈", "dred≈"):
             try:
                 last = getattr(engine, "materialise_seconds", None)
+                timed = alg == "auto" and bool(last)
                 dred_eq(engine, e_minus, e_plus, new_e, stats,
-                        BUDGET if alg == "auto" else None,
-                        _time_left(last, t0) if alg == "auto" and last
-                        else None)
+                        (BUDGET_TIMED if timed else BUDGET) if alg == "auto" else None,
+                        _time_left(last, t0) if timed else None)
             except OverBudget as exc:
                 run = give_up("DRed≈", exc)
                 stats.overdeleted = 0

@@ -123,12 +123,12 @@ def test_budget_falls_back_to_remat() -> None:
 
     facts = [(f"s{i}", "o") for i in range(30)] + [("t", f"u{i}") for i in range(30)]
     r = paper_31(facts)
-    old = EM.BUDGET, EM.LARGE_E
-    EM.BUDGET, EM.LARGE_E = 0.01, 1
+    old = EM.BUDGET, EM.BUDGET_TIMED, EM.LARGE_E
+    EM.BUDGET, EM.BUDGET_TIMED, EM.LARGE_E = 0.01, 0.01, 1
     try:
         st = r.update(delete={"R": [("s0", "o")]})
     finally:
-        EM.BUDGET, EM.LARGE_E = old
+        EM.BUDGET, EM.BUDGET_TIMED, EM.LARGE_E = old
     assert st.algorithm == "remat≈" and "stopped" in st.note
     fresh = paper_31(facts[1:])
     assert rows(r, "R") == rows(fresh, "R") and rows(r, "eq") == rows(fresh, "eq")

@@ -7,7 +7,7 @@ BASE   := $(VENV)/.installed-base
 
 .PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-conformance-updates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
-	bench-process report lint gpu-test clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
+	bench-process report lint gpu-test device-bundle clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
 # the demo needs only the engine's own dependencies; tests, benchmarks and Spark need the
 # dev extra (installed on top, into the same virtual environment)
@@ -176,6 +176,20 @@ bench-process: $(STAMP)
 
 gpu-test: $(STAMP)
 	GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q
+
+## device-bundle: .device/ for benchmarks/device_check.sh, the prepared run on a bare GPU
+##   machine without network: wheels of the packages such a machine lacks (CPython 3.12,
+##   x86-64) and the LUBM data the GPU benchmarks read (about 45 MB)
+WHEELS := lark==1.3.1 pyoxigraph==0.5.13
+device-bundle: $(STAMP)
+	rm -rf .device && mkdir -p .device/whl .device/shared/bench-data/lubm
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 -d .device/whl $(WHEELS)
+	cp -r ../shared/bench-data/lubm/rules ../shared/bench-data/lubm/expected \
+	  ../shared/bench-data/lubm/lubm10.nt.gz ../shared/bench-data/lubm/lubm50.nt.gz \
+	  ../shared/bench-data/lubm/univ-bench.nt .device/shared/bench-data/lubm/
+	du -sh .device
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gpu_engine kernels host tests benchmarks

@@ -163,9 +163,10 @@ def _same(a: object, b: object) -> bool:
         ca, cb = a.engine.columns(n), b.engine.columns(n)  # type: ignore[attr-defined]
         if any(not np.array_equal(x, y) for x, y in zip(ca, cb)):
             return False
-    ra, rb = a.engine.rho(), b.engine.rho()  # type: ignore[attr-defined]
+    host = a.engine.be.to_host  # type: ignore[attr-defined]
+    ra, rb = host(a.engine.rho()), host(b.engine.rho())  # type: ignore[attr-defined]
     m = min(len(ra), len(rb))
-    return bool(np.array_equal(np.asarray(ra[:m]), np.asarray(rb[:m])))
+    return bool(np.array_equal(ra[:m], rb[:m]))
 
 
 def _pick(facts: dict[str, np.ndarray], k: int, seed: int) -> dict[str, np.ndarray]:

@@ -148,6 +148,10 @@ BF_MIN_SECONDS = 0.01  # ... but never less than this
 # 0.46 s); else B/F≈, which checks the facts of a large class rather than deleting and
 # rederiving all of them
 SPLIT_MEMBERS = 64
+# ... or at most this share of those classes' members (partial splits cost what the
+# leavers' facts touch; a large share leaving means the classes hang on derived
+# equalities, which DRed≈ deletes and re-merges and B/F≈ proves)
+LEAVE_SHARE = 0.25
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
@@ -158,7 +162,8 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
     deletion that cannot reach an equality (:func:`_may_split`) runs DRed≈.  One that
     may, and touches a class of two or more members or deletes an equality, may split
     classes: when one of those classes has more than :data:`SPLIT_MEMBERS` members and
-    they would lose more than that many members in all (:func:`_few_leave`), B/F≈
+    they would lose more than that many members in all and more than
+    :data:`LEAVE_SHARE` of their members (:func:`_few_leave`), B/F≈
     checks what each split costs and stops past its budget (:data:`BF_BUDGET` of I,
     :data:`BF_TIME` of the last materialisation's time); one that touches only
     singleton classes or small ones, or large ones that few members leave, runs DRed≈
@@ -192,8 +197,9 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
 
 def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
     """Whether the large classes of ``reps`` would lose at most :data:`SPLIT_MEMBERS`
-    members in all to DRed≈'s partial split (:func:`_stayers` over E′; none of them a
-    rule constant), so that DRed≈ deletes only what those members' facts touch."""
+    members in all, or :data:`LEAVE_SHARE` of their members, to DRed≈'s partial split
+    (:func:`_stayers` over E′; none of them a rule constant), so that DRed≈ deletes only
+    what those members' facts touch."""
     partial, ids = _split_setting(engine, engine.rules)
     if not partial:
         return False
@@ -205,7 +211,8 @@ def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
     _, m, keep, _ = _stayers(engine, reps, classes, new_e, eq_rules, dom,
                              engine.be.xp.zeros(len(rho), dtype=bool), reps)
     out = m[~keep]
-    return len(out) <= SPLIT_MEMBERS and not bool(np.isin(engine.be.to_host(out), ids).any())
+    return (len(out) <= max(SPLIT_MEMBERS, LEAVE_SHARE * len(m))
+            and not bool(np.isin(engine.be.to_host(out), ids).any()))
 
 
 def _merges(eq: str, rule: Rule) -> bool:

@@ -228,12 +228,12 @@ def test_body_less_rule_and_budget() -> None:
     import gpu_engine.equality_maintenance as EM
 
     big = paper_31([(f"s{i}", "o") for i in range(30)] + [("t", f"u{i}") for i in range(30)])
-    old = EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS
-    EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS = 0.0, 1, 0
+    old = EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS, EM.LEAVE_SHARE
+    EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS, EM.LEAVE_SHARE = 0.0, 1, 0, 0.0
     try:
         st = big.update(delete={"R": [("s0", "o")]})
     finally:
-        EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS = old
+        EM.BF_BUDGET, EM.LARGE_E, EM.SPLIT_MEMBERS, EM.LEAVE_SHARE = old
     assert st.algorithm == "remat≈" and "B/F≈ stopped" in st.note
 
 

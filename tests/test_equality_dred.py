@@ -139,6 +139,7 @@ def test_auto_takes_a_deletion_whole(seed: int, bf: bool, monkeypatch: pytest.Mo
 
     if bf:
         monkeypatch.setattr(equality_maintenance, "SPLIT_MEMBERS", 0)
+        monkeypatch.setattr(equality_maintenance, "LEAVE_SHARE", 0.0)
     rng = random.Random(100 + seed)
     facts = _facts(rng)
     r = fresh(PROGRAM, facts, Reasoner(PROGRAM, device="cpu"))

@@ -148,6 +148,10 @@ BF_MIN_SECONDS = 0.01  # ... but never less than this
 # 0.46 s); else B/F≈, which checks the facts of a large class rather than deleting and
 # rederiving all of them
 SPLIT_MEMBERS = 64
+# auto: after B/F≈ or DRed≈ gave up, this many deletions at least as large rematerialise
+# at once (sameas 60k, 1,000 deletions: DRed≈ stops at its budget, 0.35 of a
+# materialisation, every time, and the fallback cost 1.4-1.5x Remat≈)
+RETRY_AFTER = 3
 # ... or at most this share of those classes' members (partial splits cost what the
 # leavers' facts touch; a large share leaving means the classes hang on derived
 # equalities, which DRed≈ deletes and re-merges and B/F≈ proves)
@@ -193,6 +197,27 @@ def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
     if _few_leave(engine, r[sizes[r] > SPLIT_MEMBERS], new_e):
         return "dred_eq", ""
     return "bf_eq", ""
+
+
+def _lately(engine: Any, run: str, deleted: int, note: str) -> tuple[str, str]:
+    """``auto``'s choice ``run`` for a deletion of ``deleted`` facts, or Remat≈ when that
+    algorithm (B/F≈ or DRed≈) gave up on a deletion at most as large lately: its time would
+    likely be lost again (after the Remat≈ it fell back to, the join indexes and
+    occurrence counts it used are gone), so the next :data:`RETRY_AFTER` such deletions
+    rematerialise at once and the one after tries again.  Smaller deletions, and
+    insertions, try at once; an attempt that succeeds clears the record."""
+    gave = engine.__dict__.get("_eq_gave_up")
+    if gave is None or not deleted:
+        return run, note
+    what, size, left = gave
+    if deleted < size or what != {"dred_eq": "DRed≈", "bf_eq": "B/F≈"}.get(run):
+        return run, note
+    if not left:
+        del engine._eq_gave_up
+        return run, note
+    engine._eq_gave_up = (what, size, left - 1)
+    return "remat", (f"Remat≈ (auto): {what} gave up on a deletion of {size:,} facts "
+                     f"lately ({left} more as large before it tries again)")
 
 
 def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
@@ -331,7 +356,9 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     saved_rho = engine.rho()
 
     def give_up(what: str, exc: Exception) -> str:
-        """auto's fallback: the state as it was, and Remat≈ to run."""
+        """auto's fallback: the state as it was, and Remat≈ to run (the next
+        :data:`RETRY_AFTER` deletions as large rematerialise at once)."""
+        engine._eq_gave_up = (what, stats.deleted, RETRY_AFTER)
         engine.state = saved
         engine.set_rho(saved_rho)
         stats.note = f"Remat≈ (auto): {what} stopped, {exc}"
@@ -383,6 +410,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                           f"maintain programs with {why}")
         elif alg == "auto":
             run, stats.note = _choose(engine, e_minus, stats.deleted, new_e)
+            run, stats.note = _lately(engine, run, stats.deleted, stats.note)
         if run == "bf_eq" and stats.deleted:
             from .equality_bf import OverBudget as BFOverBudget
             from .equality_bf import bf_eq
@@ -438,6 +466,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise
     if run not in ("remat", "mat≈"):  # DRed≈ or B/F≈ ran: the rules as Remat≈ leaves them
         engine.renormalise_rules()
+        if alg == "auto" and stats.deleted:
+            engine.__dict__.pop("_eq_gave_up", None)  # it ran to its end (_lately)
     engine._device_changed()
     stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0

@@ -134,6 +134,42 @@ def test_budget_falls_back_to_remat() -> None:
     assert rows(r, "R") == rows(fresh, "R") and rows(r, "eq") == rows(fresh, "eq")
 
 
+def test_auto_remembers_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After DRed≈ gave up under ``auto``, the next RETRY_AFTER deletions as large go to
+    Remat≈ at once (noted), a smaller one tries DRed≈, and the one after them tries
+    again; every result is Remat≈'s."""
+    import gpu_engine.equality_maintenance as EM
+
+    facts = [(f"s{i}", "o") for i in range(30)] + [("t", f"u{i}") for i in range(30)]
+    r = paper_31(facts)
+    monkeypatch.setattr(EM, "RETRY_AFTER", 2)
+    monkeypatch.setattr(EM, "LARGE_E", 1)
+    monkeypatch.setattr(EM, "BUDGET", 0.0)
+    monkeypatch.setattr(EM, "BUDGET_TIMED", 0.0)
+    left = list(facts)
+
+    def delete(*gone: tuple[str, str]) -> str:
+        st = r.update(delete={"R": list(gone)})
+        for g in gone:
+            left.remove(g)
+        fresh = paper_31(left)
+        assert rows(r, "R") == rows(fresh, "R") and rows(r, "eq") == rows(fresh, "eq")
+        return st.note
+
+    pairs = iter([((f"s{i}", "o"), ("t", f"u{i}")) for i in range(30)])
+    assert "DRed≈ stopped" in delete(*next(pairs))
+    assert "gave up on a deletion of 2 facts lately (2 more" in delete(*next(pairs))
+    assert "DRed≈ stopped" in delete(("s29", "o"))  # smaller: tried (and stopped again)
+    assert "gave up on a deletion of 1 facts lately (2 more" in delete(*next(pairs))
+    assert "(1 more" in delete(*next(pairs))
+    assert "DRed≈ stopped" in delete(*next(pairs))  # tried again
+    monkeypatch.setattr(EM, "BUDGET_TIMED", 0.5)
+    monkeypatch.setattr(EM, "BUDGET", 0.5)
+    note = delete(("s28", "o"))  # smaller: tried, and ran to its end (unless a loaded
+    if "time budget" not in note:  # machine passed its minimum time budget)
+        assert "stopped" not in note and "_eq_gave_up" not in r.engine.__dict__, note
+
+
 def test_time_budget_binds_overdeletion_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """DRed≈'s time budget is checked per overdeletion round: with none left, auto gives
     up at the first round and rematerialises; once overdeletion ended, DRed≈ runs to its

@@ -305,6 +305,9 @@ class EqualityEngine(Engine):
         # when a list: the domain columns of the rows of ``prev`` each merge rewrites
         # (DRed≈ carries its occurrence counts through the merges of its insertion)
         self.merge_removed: list[tuple[Any, ...]] | None = None
+        # auto's memory of its last fallback: (algorithm that gave up, deleted facts,
+        # deletions as large still sent to Remat≈) (equality_maintenance._lately)
+        self.eq_gave_up: tuple[str, int, int] | None = None
         for r in self.strata[self.eq_stratum].recursive_rules:
             fp = functional_pattern(r, eq.relation)
             if fp is not None:

@@ -148,14 +148,14 @@ BF_MIN_SECONDS = 0.01  # ... but never less than this
 # 0.46 s); else B/F≈, which checks the facts of a large class rather than deleting and
 # rederiving all of them
 SPLIT_MEMBERS = 64
-# auto: after B/F≈ or DRed≈ gave up, this many deletions at least as large rematerialise
-# at once (sameas 60k, 1,000 deletions: DRed≈ stops at its budget, 0.35 of a
-# materialisation, every time, and the fallback cost 1.4-1.5x Remat≈)
-RETRY_AFTER = 3
 # ... or at most this share of those classes' members (partial splits cost what the
 # leavers' facts touch; a large share leaving means the classes hang on derived
 # equalities, which DRed≈ deletes and re-merges and B/F≈ proves)
 LEAVE_SHARE = 0.25
+# auto: after B/F≈ or DRed≈ gave up, this many deletions at least as large rematerialise
+# at once (sameas 60k, 1,000 deletions: DRed≈ stops at its budget, 0.35 of a
+# materialisation, every time, and the fallback cost 1.4-1.5x Remat≈)
+RETRY_AFTER = 3
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
@@ -206,16 +206,16 @@ def _lately(engine: Any, run: str, deleted: int, note: str) -> tuple[str, str]:
     occurrence counts it used are gone), so the next :data:`RETRY_AFTER` such deletions
     rematerialise at once and the one after tries again.  Smaller deletions, and
     insertions, try at once; an attempt that succeeds clears the record."""
-    gave = engine.__dict__.get("_eq_gave_up")
+    gave = engine.eq_gave_up
     if gave is None or not deleted:
         return run, note
     what, size, left = gave
     if deleted < size or what != {"dred_eq": "DRed≈", "bf_eq": "B/F≈"}.get(run):
         return run, note
     if not left:
-        del engine._eq_gave_up
+        engine.eq_gave_up = None
         return run, note
-    engine._eq_gave_up = (what, size, left - 1)
+    engine.eq_gave_up = (what, size, left - 1)
     return "remat", (f"Remat≈ (auto): {what} gave up on a deletion of {size:,} facts "
                      f"lately ({left} more as large before it tries again)")
 
@@ -358,7 +358,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     def give_up(what: str, exc: Exception) -> str:
         """auto's fallback: the state as it was, and Remat≈ to run (the next
         :data:`RETRY_AFTER` deletions as large rematerialise at once)."""
-        engine._eq_gave_up = (what, stats.deleted, RETRY_AFTER)
+        engine.eq_gave_up = (what, stats.deleted, RETRY_AFTER)
         engine.state = saved
         engine.set_rho(saved_rho)
         stats.note = f"Remat≈ (auto): {what} stopped, {exc}"
@@ -467,7 +467,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     if run not in ("remat", "mat≈"):  # DRed≈ or B/F≈ ran: the rules as Remat≈ leaves them
         engine.renormalise_rules()
         if alg == "auto" and stats.deleted:
-            engine.__dict__.pop("_eq_gave_up", None)  # it ran to its end (_lately)
+            engine.eq_gave_up = None  # it ran to its end (_lately)
     engine._device_changed()
     stats.facts = sum(len(r) for n, r in engine.store.items() if not n.startswith("@"))
     stats.seconds = time.perf_counter() - t0

@@ -95,7 +95,7 @@ WORKERS=${WORKERS:-8}  # pytest-xdist processes (0: none)
 XDIST=()
 [ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS")
 RESERVE=0 step gpu-tests 100000 env GPU_ENGINE_TEST_DEVICE=gpu $PY -m pytest -q -k gpu \
-    -p no:cacheprovider "${XDIST[@]}" --durations=15 tests
+    -p no:cacheprovider "${XDIST[@]}" --continue-on-collection-errors --durations=15 tests
 grep -E "passed|failed|error" "$OUT/log.txt" | tail -3 >"$OUT/pytest.txt"
 sed -n '/=== gpu-tests/,$p' "$OUT/log.txt" | grep -E "^(FAILED|ERROR)" >>"$OUT/pytest.txt"
 cat "$OUT/steps.tsv"

@@ -153,9 +153,11 @@ SPLIT_MEMBERS = 64
 # equalities, which DRed≈ deletes and re-merges and B/F≈ proves)
 LEAVE_SHARE = 0.25
 # auto: after B/F≈ or DRed≈ gave up, this many deletions at least as large rematerialise
-# at once (sameas 60k, 1,000 deletions: DRed≈ stops at its budget, 0.35 of a
-# materialisation, every time, and the fallback cost 1.4-1.5x Remat≈)
-RETRY_AFTER = 3
+# at once.  sameas 60k, ten deletions of 1,000 facts in a row, where DRed≈ stops at its
+# budget every time: 1.42 s in all with none, 1.23 s with 1, 1.03 s with 3; but on sameas
+# 600k, where DRed≈ is 3x faster than Remat≈ and stops only by chance, each one skipped
+# costs a Remat≈ (0.7-1.5 s) in place of a DRed≈ (0.25-0.33 s), so one
+RETRY_AFTER = 1
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,

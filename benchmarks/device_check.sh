@@ -17,7 +17,7 @@ set -u
 BUDGET=${1:-540}
 OUT=${OUT:-$PWD/out}
 PY=${PY:-python3}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 START=$(date +%s)
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."

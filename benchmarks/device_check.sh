@@ -46,8 +46,9 @@ step() {
 }
 
 # --- packages and the project's import names ----------------------------------------------
-SITE=/tmp/gpu-engine-site
-rm -rf "$SITE" && mkdir -p "$SITE/gpu_engine"
+SITE=$(mktemp -d /tmp/gpu-engine-site.XXXXXX)
+trap 'rm -rf "$SITE"' EXIT
+mkdir -p "$SITE/gpu_engine"
 if ls .device/whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$SITE" .device/whl/*.whl >>"$OUT/log.txt" 2>&1 || echo "wheels failed" >>"$OUT/log.txt"

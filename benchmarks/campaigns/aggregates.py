@@ -19,7 +19,6 @@ Reproduce one with ``python -m benchmarks.campaigns.aggregates --seed S --n 1``.
 from __future__ import annotations
 
 import sys
-import traceback
 from typing import Any
 
 from .common import Campaign, DrawRejected, cli_args, draw
@@ -153,13 +152,7 @@ def run(n: int, seed: int = 0, device: str = "cpu", out: str | None = None) -> d
         if any(isinstance(lit, Agg) for rule in program.rules for lit in rule.body):
             c.count("with_aggregates")
         repro = f"python -m benchmarks.campaigns.aggregates --seed {s} --n 1\n{describe(program)}"
-        try:
-            problems = check_sequence(program, sequence, device)
-        except Exception:  # noqa: BLE001 - the campaign records it
-            c.fail("traceback", s, traceback.format_exc(), repro)
-            continue
-        if problems:
-            c.fail("disagreement", s, "\n".join(problems), repro)
+        c.judge(s, repro, check_sequence, program, sequence, device)
     return c.write(out)
 
 

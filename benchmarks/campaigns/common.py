@@ -183,6 +183,21 @@ class Campaign:
             self.failures.append(case)
             self.count(kind)
 
+    def judge(self, seed: int, reproducer: str, check: Any, *args: Any,
+              passes: tuple[type[BaseException], ...] = ()) -> None:
+        """Run ``check(*args)`` (the problems it finds, as lines); record what it raised
+        as a ``traceback`` failure (but for ``passes``, raised on) and its problems as a
+        ``disagreement``."""
+        try:
+            problems = check(*args)
+        except passes:
+            raise
+        except Exception:  # noqa: BLE001 - the campaign records it
+            self.fail("traceback", seed, traceback.format_exc(), reproducer)
+            return
+        if problems:
+            self.fail("disagreement", seed, "\n".join(problems), reproducer)
+
     def line(self) -> dict[str, Any]:
         return {"campaign": self.name, "seed": self.seed, "n": self.n,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),

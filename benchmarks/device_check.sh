@@ -91,7 +91,11 @@ step eq-sameas 150 $PY -m benchmarks.equality_update --dataset sameas --entities
 step eq-lubm 180 $PY -m benchmarks.equality_update --dataset lubm_dup --universities 10 \
     --deletions 100 --deleting any --samples 2 --warmup --algorithms remat,dred_eq,auto \
     --device $DEVICE --out "$R"
-# --- 5. the device tests, with whatever time is left -----------------------------------------
+# --- 5. issue 11: 1,000-fact deletions on DAG-R 2k/10k and SSPE 10k/100k -------------------
+step small-dag 90 $PY -m benchmarks.incremental --suite small --only 'DAG-R@n=2000 m=10000' \
+    --only 'SSPE@n=10000 m=100000' --algorithms remat,dredc,bfc --repeats 3 --device $DEVICE \
+    --in-process --out "$R"
+# --- 6. the device tests, with whatever time is left -----------------------------------------
 WORKERS=${WORKERS:-8}  # pytest-xdist processes (0: none)
 XDIST=()
 [ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS")

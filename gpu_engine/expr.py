@@ -13,6 +13,7 @@ from .ir import RECORD_OPS, Call, ColumnType, Compare, Const, ProgramError, Symb
 from .strings import string_constraint, string_functor
 from .user_functors import apply_user_functor
 from .values import (
+    SIGN64,
     c_div,
     c_div_wide,
     encode_scalar,
@@ -24,6 +25,7 @@ from .values import (
     unsigned_to_float,
     word_size,
     wrap,
+    x86_nan,
 )
 
 # operand type of conversion functors (the result type is Call.type)
@@ -157,28 +159,29 @@ class ExprEvaluator:
         return be.asarray(out), ok_dev if valid is None else valid & ok_dev
 
     def _float_op(self, op: str, v: list[Any]) -> Any:
-        xp = self.be.xp
-        if op == "+":
-            return v[0] + v[1]
-        if op == "-":
-            return v[0] - v[1]
-        if op == "*":
-            return v[0] * v[1]
-        if op == "/":
-            with _quiet(xp):
-                return v[0] / v[1]
-        if op == "^":
-            with _quiet(xp):
-                return xp.power(v[0], v[1])
-        if op == "neg":
-            return -v[0]
+        be, xp = self.be, self.be.xp
+        if op == "neg":  # a flip of the sign bit, NaN too (as x86's xorps)
+            return (v[0].view(INDEX) ^ SIGN64).view(xp.float64)
         if op == "min":  # std::min / std::max, left to right: a NaN keeps the earlier
             return _fold(lambda a, b: xp.where(b < a, b, a), v)
         if op == "max":
             return _fold(lambda a, b: xp.where(a < b, b, a), v)
-        if op == "%":
-            return xp.fmod(v[0], v[1])
-        raise ProgramError(f"functor {op!r} is not defined on float")
+        with _quiet(xp):
+            if op == "+":
+                r = v[0] + v[1]
+            elif op == "-":
+                r = v[0] - v[1]
+            elif op == "*":
+                r = v[0] * v[1]
+            elif op == "/":
+                r = v[0] / v[1]
+            elif op == "^":
+                r = xp.power(v[0], v[1])
+            elif op == "%":
+                r = xp.fmod(v[0], v[1])
+            else:
+                raise ProgramError(f"functor {op!r} is not defined on float")
+        return x86_nan(be, r, v[:2])
 
     def _int_op(self, op: str, v: list[Any], typ: ColumnType) -> tuple[Any, Any | None]:
         be, xp = self.be, self.be.xp

@@ -88,20 +88,50 @@ def decode_scalar(value: int, typ: ColumnType, bits: int = 32) -> int | float:
     return int(value)
 
 
+# NaN bits as x86-64 builds make them (Soufflé's outputs are such builds'): a NaN
+# operand's sign and payload survive arithmetic and conversion; an invalid operation on
+# numbers gives the default NaN, whose sign bit is set ("-nan").  A GPU (and an Arm CPU)
+# returns a positive canonical NaN instead, so NaNs are put right in integer space, where a
+# select keeps every bit.
+_QUIET64 = 0x7FF8000000000000
+DEFAULT_NAN64 = SIGN64 | _QUIET64  # 0xFFF8000000000000
+_QUIET32 = 0x7FC00000
+
+
 def float_decode(be: Backend, col: Any, bits: int = 32) -> Any:
-    """Stored float bits (int64) -> float64 values."""
+    """Stored float bits (int64) -> float64 values (NaN sign and payload kept, as x86's
+    widening conversion keeps them)."""
     if bits == 64:
         return col.astype(INDEX, copy=False).view(np.float64)
-    return col.astype(np.int32).view(np.float32).astype(np.float64)
+    f = col.astype(np.int32).view(np.float32).astype(np.float64)
+    xp = be.xp
+    c = col.astype(INDEX, copy=False)
+    nan = SIGN64 * ((c >> 31) & 1) | _QUIET64 | ((c & 0x3FFFFF) << 29)
+    return xp.where(xp.isnan(f), nan, f.view(INDEX)).view(np.float64)
 
 
 def float_encode(be: Backend, vals: Any, bits: int = 32) -> Any:
-    """float64 values -> stored float bits (rounded to the word's float, -0.0 made 0.0)."""
+    """float64 values -> stored float bits (rounded to the word's float, -0.0 made 0.0, a
+    NaN's sign and leading payload bits kept as x86's narrowing conversion keeps them)."""
+    xp = be.xp
+    vals = vals.astype(np.float64, copy=False)
+    b = vals.view(INDEX)
+    isnan = xp.isnan(vals)
     if bits == 64:
-        f = vals.astype(np.float64) + np.float64(0.0)
-        return f.view(INDEX)
+        return xp.where(isnan, b | _QUIET64, (vals + np.float64(0.0)).view(INDEX))
     f = vals.astype(np.float32) + np.float32(0.0)
-    return f.view(np.int32).astype(INDEX)
+    nan = ((b >> 32) & ~0x7FFFFFFF) | _QUIET32 | ((b >> 29) & 0x3FFFFF)
+    return xp.where(isnan, nan, f.view(np.int32).astype(INDEX))
+
+
+def x86_nan(be: Backend, result: Any, operands: list[Any]) -> Any:
+    """``result`` (float64) of an operation on ``operands`` with its NaNs as x86 makes
+    them: the first NaN operand, quieted, else the default NaN (sign set)."""
+    xp = be.xp
+    fill: Any = DEFAULT_NAN64
+    for a in reversed(operands):
+        fill = xp.where(xp.isnan(a), a.view(INDEX) | _QUIET64, fill)
+    return xp.where(xp.isnan(result), fill, result.view(INDEX)).view(np.float64)
 
 
 def floats_to_host(col: np.ndarray, bits: int = 32) -> np.ndarray:

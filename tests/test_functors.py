@@ -550,3 +550,29 @@ def test_as_between_float_and_integers_reads_the_bits(device: str) -> None:
     """
     assert lines(prog, "a", device) == ["-1", "1"]
     assert lines(prog, "b", device) == ["-1071644672\t3223322624", "1065353216\t1065353216"]
+
+
+def test_nan_bits_as_x86_builds_make_them() -> None:
+    """A GPU (or an Arm CPU) returns a positive canonical NaN for every NaN result; the
+    engine puts NaNs right as x86-64 builds make them (Soufflé's outputs print "-nan" for
+    0.0 / 0.0): an operand's NaN survives, quieted, else the default NaN with its sign set."""
+    from gpu_engine.kernels.backend import get_backend
+
+    from gpu_engine.values import DEFAULT_NAN64, float_decode, float_encode, x86_nan
+
+    be = get_backend("cpu")
+    bits = lambda v: np.asarray(v).view(np.int64).tolist()  # noqa: E731
+    f64 = lambda b: np.asarray(b, dtype=np.int64).view(np.float64)  # noqa: E731
+    canonical = f64([0x7FFFFFFFFFFFFFFF])  # what a GPU's 0.0 / 0.0 gives
+    one = np.ones(1)
+    assert bits(x86_nan(be, canonical, [one, one])) == [DEFAULT_NAN64]
+    payload = f64([0x7FF0000000000123])  # a signalling NaN operand: kept, quieted
+    assert bits(x86_nan(be, canonical, [one, payload])) == [0x7FF8000000000123]
+    assert bits(x86_nan(be, canonical, [-f64([0x7FF8000000000001]), payload])) == \
+        [DEFAULT_NAN64 | 1]
+    assert bits(x86_nan(be, one, [one, payload])) == bits(one)  # not NaN: untouched
+    # float32 words: -nan <-> 0xFFC00000 both ways, payload bits carried
+    enc = float_encode(be, f64([DEFAULT_NAN64, 0x7FF8000020000000, 0]), 32)
+    assert [v & 0xFFFFFFFF for v in enc.tolist()] == [0xFFC00000, 0x7FC00001, 0]
+    assert bits(float_decode(be, enc, 32)) == [DEFAULT_NAN64, 0x7FF8000020000000, 0]
+    assert bits(float_encode(be, f64([DEFAULT_NAN64]), 64)) == [DEFAULT_NAN64]

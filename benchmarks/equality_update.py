@@ -90,6 +90,16 @@ def sameas(entities: int, max_class: int = 300, merged: float = 0.3, values: int
 EMAIL = "<http://swat.cse.lehigh.edu/onto/univ-bench.owl#emailAddress>"
 
 
+def _isin(values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """``np.isin`` for arrays of strings, by a hash set (pyarrow's): NumPy compares object
+    arrays pairwise, which took 186 s for LUBM(10)'s 1.4 M subjects against 10,815 IRIs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    got = pc.is_in(pa.array(values, type=pa.string()), value_set=pa.array(chosen, pa.string()))
+    return got.to_numpy(zero_copy_only=False)
+
+
 def lubm_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
              ) -> tuple[str, dict[str, np.ndarray]]:
     """LUBM(k) with the LUBM_L rules, ``dup`` of the individuals with an e-mail address
@@ -106,7 +116,7 @@ def lubm_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
     rng = np.random.default_rng(seed)
     people = np.unique(s_[p_ == EMAIL])
     chosen = people[rng.random(len(people)) < dup]
-    sel = np.isin(s_, chosen)
+    sel = _isin(s_, chosen)
     alias = np.array([x[:-1] + "_dup>" for x in s_[sel]], dtype=object)
     te = np.concatenate([np.stack([s_, p_, o_], axis=1),
                          np.stack([alias, p_[sel], o_[sel]], axis=1)])
@@ -139,7 +149,7 @@ def owl2rl_dup(universities: int = 1, dup: float = 0.1, seed: int = 0
     rng = np.random.default_rng(seed)
     people = np.unique(s_[p_ == EMAIL])
     chosen = people[rng.random(len(people)) < dup]
-    sel = np.isin(s_, chosen)
+    sel = _isin(s_, chosen)
     alias = np.array([x[:-1] + "_dup>" for x in s_[sel]], dtype=object)
     same = np.stack([np.array([x[:-1] + "_dup>" for x in chosen], dtype=object),
                      np.full(len(chosen), SAME_AS, dtype=object), chosen], axis=1)

@@ -158,6 +158,12 @@ LEAVE_SHARE = 0.25
 # 600k, where DRed≈ is 3x faster than Remat≈ and stops only by chance, each one skipped
 # costs a Remat≈ (0.7-1.5 s) in place of a DRed≈ (0.25-0.33 s), so one
 RETRY_AFTER = 1
+# auto on a GPU engine: deletions go to the host twin only when BF_TIME of the device's
+# Remat≈ is at least this long, the least a host update takes (DRed≈, 100 deletions:
+# 0.02-0.03 s on sameas 60k and LUBM(10) dup on the 2-core CPU; 0.084 s on sameas 600k on
+# the H200 machine's host, where the device rematerialised in 0.052 s and auto, trying the
+# twin first, took 0.135 s); below, the device rematerialises at once
+TWIN_MIN_SECONDS = 0.02
 
 
 def _choose(engine: Any, e_minus: dict[str, RowSet], deleted: int,
@@ -218,8 +224,36 @@ def _lately(engine: Any, run: str, deleted: int, note: str) -> tuple[str, str]:
         engine.eq_gave_up = None
         return run, note
     engine.eq_gave_up = (what, size, left - 1)
-    return "remat", (f"Remat≈ (auto): {what} gave up on a deletion of {size:,} facts "
-                     f"lately ({left} more as large before it tries again)")
+    return "remat", _lately_note(gave)
+
+
+def _lately_note(gave: tuple[str, int, int]) -> str:
+    what, size, left = gave
+    return (f"Remat≈ (auto): {what} gave up on a deletion of {size:,} facts lately "
+            f"({left} more as large before it tries again)")
+
+
+def _remat_on_device(engine: Any, alg: str, delete: Encoded) -> str:
+    """``auto`` on a GPU engine: why the device rematerialises a deletion at once rather
+    than send it to its host twin ("" to send it).  When the twin's time budget
+    (:data:`BF_TIME` of the device's Remat≈) is below what any host update takes
+    (:data:`TWIN_MIN_SECONDS`), trying it would only add to a Remat≈; when the twin gave
+    up lately on a deletion at most as large (:func:`_lately`), its state would be copied
+    to the host for nothing."""
+    deleted = sum(n for _, n in delete.values())
+    if alg != "auto" or not deleted:
+        return ""
+    last = getattr(engine, "materialise_seconds", None)
+    if last is not None and BF_TIME * last < TWIN_MIN_SECONDS:
+        return (f"Remat≈ (auto): the device rematerialises in about {last:.3f} s, less "
+                "than a host update's time budget allows")
+    t = engine._twin
+    gave = None if t is None else t.host.eq_gave_up
+    if gave is None:
+        return ""
+    run = {"DRed≈": "dred_eq", "B/F≈": "bf_eq"}[gave[0]]
+    return "" if _lately(t.host, run, deleted, "")[0] == run else \
+        _lately_note(gave)
 
 
 def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:
@@ -346,11 +380,14 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                          f"relation '{eq.relation}' (counters mean nothing after a merge): "
                          "use remat (Remat≈), dred_eq (DRed≈), bf_eq (B/F≈) or auto")
     if twin.wanted(engine, insert, delete, alg, 0):  # a small change on a GPU
+        why = _remat_on_device(engine, alg, delete)
         try:
+            if why:
+                raise RematOnDevice(why)
             stats = engine.twin().run(lambda host: apply_update(host, insert, delete, algorithm))
         except RematOnDevice as exc:  # the host's state as it was: Remat≈ on the device
             stats = apply_update(engine, insert, delete, "remat")
-            stats.note = f"{exc} (on the device, the host twin's choice)"
+            stats.note = str(exc) if why else f"{exc} (on the device, the host twin's choice)"
         stats.seconds = time.perf_counter() - t0
         return stats
     stats = UpdateStats(algorithm=alg, device=engine.be.name)

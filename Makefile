@@ -179,7 +179,8 @@ gpu-test: $(STAMP)
 
 ## device-bundle: .device/ for benchmarks/device_check.sh, the prepared run on a bare GPU
 ##   machine without network: wheels of the packages such a machine lacks (CPython 3.12,
-##   x86-64) and the LUBM data the GPU benchmarks read (about 45 MB)
+##   x86-64), the LUBM data the GPU benchmarks read, and (compressed) the conformance cases
+##   and the datalog-conformance package the tests read (about 47 MB)
 WHEELS := lark==1.3.1 pyoxigraph==0.5.13
 device-bundle: $(STAMP)
 	rm -rf .device && mkdir -p .device/whl .device/shared/bench-data/lubm
@@ -189,6 +190,9 @@ device-bundle: $(STAMP)
 	cp -r ../shared/bench-data/lubm/rules ../shared/bench-data/lubm/expected \
 	  ../shared/bench-data/lubm/lubm10.nt.gz ../shared/bench-data/lubm/lubm50.nt.gz \
 	  ../shared/bench-data/lubm/univ-bench.nt .device/shared/bench-data/lubm/
+	tar -C ../shared -cJf .device/conformance.tar.xz conformance
+	tar -C "$$($(PY) -c 'import datalog_conformance as d, pathlib; print(pathlib.Path(d.__file__).parents[1])')" \
+	  -cJf .device/datalog_conformance.tar.xz datalog_conformance datalog_conformance-0.1.0.dist-info
 	du -sh .device
 
 lint: $(STAMP)

@@ -2,7 +2,7 @@
 # One prepared run on a bare GPU machine: the GPU figures of issues 11 and 14 and the device
 # tests, inside a fixed time, with nothing fetched from the network.
 #
-#   here:    make device-bundle          # .device/: wheels the GPU machine lacks, LUBM data
+#   here:    make device-bundle   # .device/: wheels, LUBM data, conformance cases
 #   there:   OUT=dir bash benchmarks/device_check.sh [SECONDS]     (default 540)
 #
 # The machine is expected to hold Python 3.12 with CuPy, Numba, NumPy, SciPy, pyarrow,
@@ -11,8 +11,9 @@
 # (gpu_engine, gpu_engine.kernels from kernels/, gpu_engine.host from host/) without pip.
 # Every step runs under its own time limit, most valuable first, and what it printed goes
 # to $OUT: steps.tsv (step, exit status, seconds), log.txt, results.jsonl (the benchmarks'
-# JSON lines), pytest.txt.  STEPS="chain gpu-tests" runs only the steps named; STANDIN=1
-# runs on the CuPy stand-in (a dry run on a machine without a GPU).
+# JSON lines), tests.txt and pytest.txt (the tests' summary and failures).  STEPS="chain
+# gpu-tests" runs only the steps named, TESTS= only those tests; STANDIN=1 runs on the
+# CuPy stand-in (a dry run on a machine without a GPU).
 set -u
 BUDGET=${1:-540}
 OUT=${OUT:-$PWD/out}
@@ -53,6 +54,8 @@ if ls .device/whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$SITE" .device/whl/*.whl >>"$OUT/log.txt" 2>&1 || echo "wheels failed" >>"$OUT/log.txt"
 fi
+# the datalog-conformance package and the conformance cases travel compressed (70 MB -> 2)
+[ -f .device/datalog_conformance.tar.xz ] && tar -C "$SITE" -xJf .device/datalog_conformance.tar.xz
 cp -r gpu_engine/. "$SITE/gpu_engine/"
 cp -r kernels "$SITE/gpu_engine/kernels"
 cp -r host "$SITE/gpu_engine/host"
@@ -66,6 +69,9 @@ fi
 if [ ! -e ../shared/bench-data/lubm ] && [ -d .device/shared ]; then
     ln -sfn "$ROOT/.device/shared" ../shared 2>>"$OUT/log.txt"
 fi
+if [ ! -d ../shared/conformance ] && [ -f .device/conformance.tar.xz ]; then
+    tar -C ../shared/ -xJf .device/conformance.tar.xz 2>>"$OUT/log.txt"
+fi
 
 {
     date -u
@@ -76,6 +82,8 @@ R="$OUT/results.jsonl"
 
 # --- 1. a smoke test: the demo on the device (LUBM(1), LUBM_L) ----------------------------
 step demo 90 $PY -m gpu_engine.host.demo --device $DEVICE
+# --- the host CPU's speed (the host twin runs small updates there): the demo on the CPU
+step demo-cpu 30 $PY -m gpu_engine.host.demo --device cpu
 # --- 2. issue 11: 1,000-fact deletions on LUBM(10)/(50) LUBM_L, the default against Remat --
 step small-lubm10 150 $PY -m benchmarks.incremental --suite small --only 'LUBM_L@LUBM(10)' \
     --algorithms remat,dredc --repeats 3 --device $DEVICE --in-process --out "$R"
@@ -95,12 +103,17 @@ step eq-lubm 180 $PY -m benchmarks.equality_update --dataset lubm_dup --universi
 step small-dag 90 $PY -m benchmarks.incremental --suite small --only 'DAG-R@n=2000 m=10000' \
     --only 'SSPE@n=10000 m=100000' --algorithms remat,dredc,bfc --repeats 3 --device $DEVICE \
     --in-process --out "$R"
-# --- 6. the device tests, with whatever time is left -----------------------------------------
-WORKERS=${WORKERS:-8}  # pytest-xdist processes (0: none)
+# --- 6. the test suite with the GPU as its device (make gpu-test), with the time left:
+# every test whose device is a parameter runs on the GPU, and device="auto" picks it too.
+# -v streams each result, so a run cut short still reports what failed so far
+WORKERS=${WORKERS:-$(($(nproc) - 1))}  # pytest-xdist processes (0: none)
 XDIST=()
 [ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS")
-RESERVE=0 step gpu-tests 100000 env GPU_ENGINE_TEST_DEVICE=gpu $PY -m pytest -q -k gpu \
-    -p no:cacheprovider "${XDIST[@]}" --continue-on-collection-errors --durations=15 tests
-grep -E "passed|failed|error" "$OUT/log.txt" | tail -3 >"$OUT/pytest.txt"
-sed -n '/=== gpu-tests/,$p' "$OUT/log.txt" | grep -E "^(FAILED|ERROR)" >>"$OUT/pytest.txt"
+RESERVE=0 step gpu-tests 100000 env GPU_ENGINE_TEST_DEVICE=gpu $PY -m pytest -v \
+    -p no:cacheprovider -p no:benchmark "${XDIST[@]}" --continue-on-collection-errors \
+    --durations=15 ${TESTS:-tests}
+sed -n '/=== gpu-tests/,$p' "$OUT/log.txt" >"$OUT/tests.txt"
+grep -E "^=+ .*(passed|failed|error)" "$OUT/tests.txt" | tail -1 >"$OUT/pytest.txt"
+grep -E "(FAILED|ERROR) tests/|^(FAILED|ERROR) " "$OUT/tests.txt" | sort -u >>"$OUT/pytest.txt"
+echo "$(grep -cE "PASSED" "$OUT/tests.txt") passed so far" >>"$OUT/pytest.txt"
 cat "$OUT/steps.tsv"

@@ -51,8 +51,10 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# auto: the default algorithm (DRed^c or Counting) with its time budget (it rematerialises
+# past it: gpu_engine.maintenance.DEFAULT_TIME)
 ALGORITHMS = ("remat", "remat1c", "remat2c", "mat_mod", "dred", "counting", "dredc",
-              "dredc_mod", "bf", "bfc")
+              "dredc_mod", "bf", "bfc", "auto")
 # algorithms run with modules="auto", and the Reasoner.update algorithm each one is
 MODULAR = {"mat_mod": "remat2c", "dredc_mod": "dredc"}
 REMATERIALISING = ("remat", "remat1c", "remat2c", "mat_mod")  # ignore the state they start from
@@ -192,7 +194,8 @@ MODULES: list[Case] = [  # paper 002 §7: Mat vs Mat-Mod, DRed^c vs DRed^c-Mod
     lubm_case(1, "LUBM_LE", MODULE_ALGORITHMS),
     lubm_case(10, "LUBM_LE", MODULE_ALGORITHMS),
 ]
-SMALL_ALGORITHMS = ("remat", "dred", "counting", "dredc", "bf", "bfc", "mat_mod", "dredc_mod")
+SMALL_ALGORITHMS = ("remat", "dred", "counting", "dredc", "bf", "bfc", "mat_mod", "dredc_mod",
+                    "auto")
 SMALL: list[Case] = [  # issue 11 item 7: small changes cost what they touch
     *(lubm_case(u, rs, SMALL_ALGORITHMS) for u in (10, 50)
       for rs in ("LUBM_L", "LUBM_LE", "LUBM_U")),

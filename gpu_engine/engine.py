@@ -93,6 +93,9 @@ class Engine:
         self.symbols = symbols
         self.progress = progress
         self._twin: Twin | None = None  # (GPU) the host twin for small updates
+        # seconds the last materialisation took (a host twin: its device's), which the
+        # default update algorithm's time budget is a share of (gpu_engine.maintenance)
+        self.materialise_seconds: float | None = None
         self._state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)
@@ -283,7 +286,7 @@ class Engine:
                     raise
                 raise OutOfMemory(f"derivation counters: {_size_of(exc)}") from None
         self.counted_with = "auto" if self.module_plans else "off"
-        stats.seconds = time.perf_counter() - t0
+        stats.seconds = self.materialise_seconds = time.perf_counter() - t0
         stats.facts = sum(len(r) for n, r in self.store.items() if not n.startswith("@"))
         stats.derivations = sum(s.derivations for s in stats.strata)
         stats.peak_device_bytes = self.be.peak_memory_bytes()

@@ -361,10 +361,6 @@ def unsupported(engine: Any) -> str:
     return ""
 
 
-class RematOnDevice(Exception):
-    """A GPU engine's host twin chose Remat≈: the device runs it (its message: why)."""
-
-
 def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                  algorithm: str | None = None) -> UpdateStats:
     """Apply E⁻ = ``delete``, E⁺ = ``insert`` to an equality engine with ``algorithm``
@@ -383,9 +379,9 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         why = _remat_on_device(engine, alg, delete)
         try:
             if why:
-                raise RematOnDevice(why)
+                raise twin.RematOnDevice(why)
             stats = engine.twin().run(lambda host: apply_update(host, insert, delete, algorithm))
-        except RematOnDevice as exc:  # the host's state as it was: Remat≈ on the device
+        except twin.RematOnDevice as exc:  # the host's state as it was: Remat≈ on the device
             stats = apply_update(engine, insert, delete, "remat")
             stats.note = str(exc) if why else f"{exc} (on the device, the host twin's choice)"
         stats.seconds = time.perf_counter() - t0
@@ -492,7 +488,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                 stats.overdeleted = 0
         if run == "remat":
             if getattr(engine, "is_twin", False):  # the device rematerialises, not the host
-                raise RematOnDevice(stats.note or "Remat≈: rematerialised by rewriting")
+                raise twin.RematOnDevice(stats.note or "Remat≈: rematerialised by rewriting")
             engine.explicit = new_e
             m = engine.materialise()
             stats.derivations = m.derivations

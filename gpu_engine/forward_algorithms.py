@@ -9,6 +9,7 @@ the facts' positions in the old materialisation: no per-fact Python.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,17 @@ class TooLarge(Exception):
     """DRed overdeleted more than :attr:`Update.overdelete_limit` facts."""
 
 
+class OutOfTime(Exception):
+    """DRed's or DRed^c's overdeletion ran past :attr:`Update.deadline`."""
+
+
+def _in_time(u: Update, s: Stratum, rnd: int) -> None:
+    """An overdeletion round of stratum ``s`` begins: past the update's deadline, stop."""
+    if u.deadline is not None and time.perf_counter() > u.deadline:
+        raise OutOfTime(f"overdeletion ran past its time budget (stratum {s.index}, "
+                        f"round {rnd})")
+
+
 @dataclass
 class Update:
     """One update in progress: the normalised E⁻ / E⁺ (per relation), the old E and
@@ -55,6 +67,9 @@ class Update:
     # DRed's overdeletion stops with TooLarge past this many facts (a caller that would
     # rather rematerialise: gpu_engine.equality_dred under auto)
     overdelete_limit: int | None = None
+    # DRed's and DRed^c's overdeletion stops with OutOfTime once time.perf_counter() passes
+    # this (the default algorithm's time budget: gpu_engine.maintenance)
+    deadline: float | None = None
     # DRed's one-step rederivation through the backward planner (smallest estimated
     # fan-out first: gpu_engine.backward_plan) for rules without negation, instead of
     # the evaluator's order (gpu_engine.equality_dred sets it)
@@ -234,6 +249,7 @@ def _dred_overdelete(u: Update, s: Stratum) -> None:
     rnd = 0
     while True:
         at_boundary(u, "overdelete", s, rnd)
+        _in_time(u, s, rnd)
         rnd += 1
         delta = {r: d for r in s.relations
                  if cand[r] and len(d := st.not_deleted(r, u.union(r, cand[r])))}  # line 10
@@ -336,6 +352,7 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
     rnd = 0
     while True:  # lines 33-38
         at_boundary(u, "overdelete", s, rnd)
+        _in_time(u, s, rnd)
         rnd += 1
         delta: dict[str, RowSet] = {}
         for r in s.relations:

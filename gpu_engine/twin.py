@@ -88,6 +88,11 @@ def state_to(st: EngineState, be: Any) -> EngineState:
         rho=None if st.rho is None else conv(st.rho))
 
 
+class RematOnDevice(Exception):
+    """A GPU engine's host twin chose to rematerialise: the device runs it (the message:
+    why)."""
+
+
 class Twin:
     """The host twin of a GPU engine and which side is current."""
 
@@ -108,9 +113,9 @@ class Twin:
             self.host_current = True
             if hasattr(self.host, "renormalise_rules"):  # equality: the rules under ρ
                 self.host.renormalise_rules()
-                # auto's budgets weigh the updates against Remat≈, which the device runs
-                self.host.materialise_seconds = getattr(self.engine, "materialise_seconds",
-                                                        None)
+            # the update algorithms' time budgets weigh them against a rematerialisation,
+            # which the device runs
+            self.host.materialise_seconds = self.engine.materialise_seconds
         return self.host
 
     def to_device(self) -> None:

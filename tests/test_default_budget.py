@@ -1,0 +1,74 @@
+"""The default update algorithm's time budget (``gpu_engine.maintenance.DEFAULT_TIME``):
+past it, DRed^c's overdeletion stops and the update rematerialises, keeping the counters;
+a named algorithm runs to its end.  Every result is a fresh materialisation's."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpu_engine.maintenance as M
+from gpu_engine import Reasoner
+
+TC = """
+.decl e(x: number, y: number)
+.decl p(x: number, y: number)
+.output p
+p(x, y) :- e(x, y).
+p(x, z) :- p(x, y), e(y, z).
+"""
+EDGES = [(i, i + 1) for i in range(30)] + [(0, 5), (3, 9)]
+
+
+def reasoner(edges: list[tuple[int, int]]) -> Reasoner:
+    r = Reasoner(TC, counting=True)
+    r.add_facts("e", edges)
+    r.materialise()
+    return r
+
+
+def paths(r: Reasoner) -> list[str]:
+    return sorted(r.render("p").splitlines())
+
+
+@pytest.fixture
+def no_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "DEFAULT_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(M, "DEFAULT_TIME", 0.0)
+
+
+def test_default_rematerialises_past_its_budget(no_time: None) -> None:
+    r = reasoner(EDGES)
+    st = r.update(delete={"e": [(10, 11)]})
+    assert st.algorithm == "remat2c" and "dredc's overdeletion ran past its time budget" \
+        in st.note, st.note
+    left = [x for x in EDGES if x != (10, 11)]
+    assert paths(r) == paths(reasoner(left))
+    assert r.engine.counting == 2  # the counters DRed^c leaves: ready for the next one
+    st = r.update(delete={"e": [(20, 21)]}, algorithm="dredc")  # named: runs to its end
+    left.remove((20, 21))
+    assert st.algorithm == "dredc" and paths(r) == paths(reasoner(left))
+    st = r.update(insert={"e": [(10, 11)]})  # insertions: no overdeletion, no budget
+    assert st.algorithm == "dredc" and paths(r) == paths(reasoner([*left, (10, 11)]))
+
+
+def test_no_budget_after_a_quick_materialisation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "DEFAULT_TIME", 0.0)  # DEFAULT_MIN_SECONDS as shipped
+    r = reasoner(EDGES)
+    assert r.engine.materialise_seconds < M.DEFAULT_MIN_SECONDS
+    assert r.update(delete={"e": [(10, 11)]}).algorithm == "dredc"
+
+
+def test_host_twin_past_its_budget_leaves_rematerialising_to_the_device(
+        no_time: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the host twin on (a GPU's small updates; ``always`` here), the twin gives up
+    and the engine itself rematerialises, from the state as it was."""
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
+    r = reasoner(EDGES)
+    st = r.update(delete={"e": [(10, 11)]})
+    assert st.algorithm == "remat2c" and "(host twin)" not in st.device
+    assert "the host twin's choice" in st.note, st.note
+    left = [x for x in EDGES if x != (10, 11)]
+    assert paths(r) == paths(reasoner(left))
+    st = r.update(delete={"e": [(20, 21)]}, algorithm="dredc")
+    left.remove((20, 21))
+    assert st.device.endswith("(host twin)") and paths(r) == paths(reasoner(left))

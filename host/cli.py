@@ -117,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="directory of fact files to delete (named like the -F inputs)")
     upd.add_argument("--algorithm", choices=ALGORITHMS,
                      help="maintenance algorithm (default: Counting when no stratum is "
-                          "recursive, otherwise DRed^c; with an equality relation: auto, "
+                          "recursive, otherwise DRed^c, which rematerialises a deletion "
+                          "whose overdeletion passes 0.35 of the last materialisation's "
+                          "time; with an equality relation: auto, "
                           "DRed≈ with a fallback to Remat≈)")
     upd.add_argument("--modules", choices=["auto", "off"],
                      help="DRed^c with TC/STC modules (DRed^c-MOD, paper 002) or without; "

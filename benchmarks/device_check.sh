@@ -86,9 +86,9 @@ step demo 90 $PY -m gpu_engine.host.demo --device $DEVICE
 step demo-cpu 30 $PY -m gpu_engine.host.demo --device cpu
 # --- 2. issue 11: 1,000-fact deletions on LUBM(10)/(50) LUBM_L, the default against Remat --
 step small-lubm10 150 $PY -m benchmarks.incremental --suite small --only 'LUBM_L@LUBM(10)' \
-    --algorithms remat,dredc --repeats 3 --device $DEVICE --in-process --out "$R"
+    --algorithms remat,dredc,auto --repeats 3 --device $DEVICE --in-process --out "$R"
 step small-lubm50 150 $PY -m benchmarks.incremental --suite small --only 'LUBM_L@LUBM(50)' \
-    --algorithms remat,dredc --repeats 3 --device $DEVICE --in-process --out "$R"
+    --algorithms remat,dredc,auto --repeats 3 --device $DEVICE --in-process --out "$R"
 # --- 3. issue 11: rounds with one-fact deltas ----------------------------------------------
 step chain 60 $PY -m benchmarks.chain --sizes 1000,10000 --programs chain --no-case \
     --peers '' --device $DEVICE --out "$R"
@@ -101,7 +101,7 @@ step eq-lubm 180 $PY -m benchmarks.equality_update --dataset lubm_dup --universi
     --device $DEVICE --out "$R"
 # --- 5. issue 11: 1,000-fact deletions on DAG-R 2k/10k and SSPE 10k/100k -------------------
 step small-dag 90 $PY -m benchmarks.incremental --suite small --only 'DAG-R@n=2000 m=10000' \
-    --only 'SSPE@n=10000 m=100000' --algorithms remat,dredc,bfc --repeats 3 --device $DEVICE \
+    --only 'SSPE@n=10000 m=100000' --algorithms remat,dredc,bfc,auto --repeats 3 --device $DEVICE \
     --in-process --out "$R"
 # --- 6. the test suite with the GPU as its device (make gpu-test), with the time left:
 # every test whose device is a parameter runs on the GPU, and device="auto" picks it too.

@@ -7,7 +7,8 @@ to NumPy (``np.asarray`` of a device array raises), NumPy arrays refused where C
 them (operators, functions, ``concatenate`` of mixed lists), and the restrictions of CuPy
 14.0 the engine has met: ``repeat`` with an array of repeats, ``bincount`` of an empty
 array, ``lexsort`` of 1-D keys, ``ufunc.at``/``accumulate``/``reduceat`` beyond
-``add``/``multiply``, sort kinds other than stable (CuPy's sorts are stable).  It proves
+``add``/``multiply``, sort kinds other than stable (CuPy's sorts are stable); float
+arithmetic returns the GPU's one positive NaN (``_canonical_nan``).  It proves
 nothing about speed, kernels or memory; real CuPy on a GPU remains the judge
 (``make gpu-test``).  ``CUPY_STANDIN_LOG=FILE`` appends every refusal and warning with
 the engine's frame that caused it.
@@ -250,6 +251,27 @@ def _check(a, fname):
     return a
 
 
+# A GPU's float arithmetic returns one canonical NaN, positive, whatever its operands (CUDA:
+# 0x7fffffff / 0x7fffffffffffffff), where x86 keeps an operand's NaN or gives a negative one
+# (the H200 printed "nan" for 0.0 / 0.0 where Soufflé prints "-nan"); selections, copies
+# and conversions keep the bits
+_ARITH = {"add", "subtract", "multiply", "true_divide", "divide", "floor_divide", "remainder",
+          "fmod", "power", "float_power", "sqrt", "exp", "log"}
+_CANON = {4: (_np.int32, 0x7FFFFFFF), 8: (_np.int64, 0x7FFFFFFFFFFFFFFF)}
+
+
+def _canonical_nan(r):
+    if isinstance(r, _np.ndarray) and r.dtype.kind == "f" and r.dtype.itemsize in _CANON:
+        nan = _np.isnan(r)
+        if nan.any():
+            r = r.copy()
+            t, bits = _CANON[r.dtype.itemsize]
+            r.view(t)[nan] = bits
+    elif isinstance(r, _np.floating) and _np.isnan(r):
+        return _canonical_nan(_np.asarray(r))[()]
+    return r
+
+
 def _wrap(r, force_array=False):
     if isinstance(r, _np.ndarray):
         return ndarray(r)
@@ -277,7 +299,7 @@ def _binop(ufunc, reflected=False):
             return NotImplemented
         o = other._a if isinstance(other, ndarray) else other
         r = ufunc(o, self._a) if reflected else ufunc(self._a, o)
-        return _wrap(r, True)
+        return _wrap(_canonical_nan(r) if ufunc.__name__ in _ARITH else r, True)
     return op
 
 
@@ -287,6 +309,8 @@ def _iop(ufunc):
             raise _err(TypeError, f"Unsupported type <class 'numpy.ndarray'> in inplace {ufunc.__name__}")
         o = other._a if isinstance(other, ndarray) else other
         ufunc(self._a, o, out=self._a)
+        if ufunc.__name__ in _ARITH:
+            self._a[...] = _canonical_nan(self._a)
         return self
     return op
 
@@ -345,8 +369,11 @@ class ufunc:
             if not isinstance(out, ndarray):
                 raise _err(TypeError, f"ufunc {self.__name__}: out must be a cupy array")
             self._u(*a, out=out._a, **kw)
+            if self.__name__ in _ARITH:
+                out._a[...] = _canonical_nan(out._a)
             return out
-        return _wrap(self._u(*a, **kw), True)
+        r = self._u(*a, **kw)
+        return _wrap(_canonical_nan(r) if self.__name__ in _ARITH else r, True)
 
     def _arg(self, x):
         if isinstance(x, ndarray):

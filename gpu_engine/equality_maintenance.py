@@ -243,7 +243,7 @@ def _remat_on_device(engine: Any, alg: str, delete: Encoded) -> str:
     deleted = sum(n for _, n in delete.values())
     if alg != "auto" or not deleted:
         return ""
-    last = getattr(engine, "materialise_seconds", None)
+    last = engine.materialise_seconds
     if last is not None and BF_TIME * last < TWIN_MIN_SECONDS:
         return (f"Remat≈ (auto): the device rematerialises in about {last:.3f} s, less "
                 "than a host update's time budget allows")
@@ -451,7 +451,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
             from .equality_bf import bf_eq
 
             n_i = sum(len(engine.store[n]) for n in engine.program.relations)
-            last = getattr(engine, "materialise_seconds", None)
+            last = engine.materialise_seconds
             try:
                 bf_eq(engine, e_minus, new_e, stats,
                       max(int(BF_BUDGET * n_i), LARGE_E) if alg == "auto" else None,
@@ -478,7 +478,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
                 run = "dred≈" if stop is None else give_up("DRed≈", stop)
         if run not in ("remat", "mat≈", "b/f≈", "dred≈"):
             try:
-                last = getattr(engine, "materialise_seconds", None)
+                last = engine.materialise_seconds
                 timed = alg == "auto" and bool(last)
                 dred_eq(engine, e_minus, e_plus, new_e, stats,
                         (BUDGET_TIMED if timed else BUDGET) if alg == "auto" else None,

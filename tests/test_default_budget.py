@@ -19,8 +19,8 @@ p(x, z) :- p(x, y), e(y, z).
 EDGES = [(i, i + 1) for i in range(30)] + [(0, 5), (3, 9)]
 
 
-def reasoner(edges: list[tuple[int, int]]) -> Reasoner:
-    r = Reasoner(TC, counting=True)
+def reasoner(edges: list[tuple[int, int]], device: str = "cpu") -> Reasoner:
+    r = Reasoner(TC, device=device, counting=True)
     r.add_facts("e", edges)
     r.materialise()
     return r
@@ -59,11 +59,11 @@ def test_no_budget_after_a_quick_materialisation(monkeypatch: pytest.MonkeyPatch
 
 
 def test_host_twin_past_its_budget_leaves_rematerialising_to_the_device(
-        no_time: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the host twin on (a GPU's small updates; ``always`` here), the twin gives up
-    and the engine itself rematerialises, from the state as it was."""
+        no_time: None, monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """With the host twin on (a GPU's small updates; ``always`` on the CPU), the twin
+    gives up and the engine itself rematerialises, from the state as it was."""
     monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
-    r = reasoner(EDGES)
+    r = reasoner(EDGES, device)
     st = r.update(delete={"e": [(10, 11)]})
     assert st.algorithm == "remat2c" and "(host twin)" not in st.device
     assert "the host twin's choice" in st.note, st.note

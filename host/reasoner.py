@@ -290,8 +290,11 @@ class Reasoner:
 
         ``insert`` and ``delete`` map relation names to facts in any form ``add_facts``
         takes.  ``algorithm`` is one of ``remat``, ``remat1c``, ``remat2c``, ``dred``,
-        ``counting``, ``dredc``, ``bf``, ``bfc``; by default Counting when no stratum is
-        recursive, otherwise DRed^c.  The update is atomic: if it raises, the explicit
+        ``counting``, ``dredc``, ``bf``, ``bfc``; by default (or ``auto``) Counting when no
+        stratum is recursive, otherwise DRed^c with a time budget (a deletion whose
+        overdeletion passes 0.35 of the last materialisation's time rematerialises,
+        keeping the counters: ``gpu_engine.maintenance.DEFAULT_TIME``).  The update is
+        atomic: if it raises, the explicit
         facts, the materialisation and the counters are those from before the call.
         """
 

@@ -103,7 +103,10 @@ step eq-lubm 180 $PY -m benchmarks.equality_update --dataset lubm_dup --universi
 step small-dag 90 $PY -m benchmarks.incremental --suite small --only 'DAG-R@n=2000 m=10000' \
     --only 'SSPE@n=10000 m=100000' --algorithms remat,dredc,bfc,auto --repeats 3 --device $DEVICE \
     --in-process --out "$R"
-# --- 6. the test suite with the GPU as its device (make gpu-test), with the time left:
+# --- 6. issue 17: the streaming benchmark, LUBM(10), 60 micro-batches, each mode once ----
+step streaming 60 $PY -m benchmarks.streaming --case lubm --batches 60 --repeats 1 \
+    --device $DEVICE --quiet --out "$R"
+# --- 7. the test suite with the GPU as its device (make gpu-test), with the time left:
 # every test whose device is a parameter runs on the GPU, and device="auto" picks it too.
 # -v streams each result, so a run cut short still reports what failed so far
 WORKERS=${WORKERS:-$(($(nproc) - 1))}  # pytest-xdist processes (0: none)

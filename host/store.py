@@ -212,6 +212,9 @@ def save_store(reasoner: Reasoner, store_dir: str | Path, *, keep: int = 1,
             "functor_libraries": list(getattr(getattr(reasoner.symbols, "functors", None),
                                               "loaded", [])),
             "symbols": len(reasoner.symbols), "records": len(reasoner.symbols.records),
+            # the last materialisation's time on the writing device: the default update
+            # algorithm's time budget after opening the store there (gpu_engine.maintenance)
+            "materialise_seconds": engine.materialise_seconds,
             "relations": relations, "files": files,
             "extra": meta_extra,
         }
@@ -451,6 +454,8 @@ def _load(vdir: Path, device: str, verify: bool) -> Reasoner:
                                   [_column(t, f"c{i}") for i in range(len(b["chi"]))],
                                   _column(t, "count")))
         import_bags(r.engine, saved)
+    if meta.get("written_on") == r.device:  # (another device's time says nothing here)
+        r.engine.materialise_seconds = meta.get("materialise_seconds")
     return r
 
 

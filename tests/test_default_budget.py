@@ -4,6 +4,8 @@ a named algorithm runs to its end.  Every result is a fresh materialisation's.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import gpu_engine.maintenance as M
@@ -72,3 +74,15 @@ def test_host_twin_past_its_budget_leaves_rematerialising_to_the_device(
     st = r.update(delete={"e": [(20, 21)]}, algorithm="dredc")
     left.remove((20, 21))
     assert st.device.endswith("(host twin)") and paths(r) == paths(reasoner(left))
+
+
+def test_the_store_keeps_the_materialisation_time(tmp_path: Path) -> None:
+    """A store opened on the device that wrote it keeps the budget's basis (the CLI's
+    ``update`` opens a store for every update); another device starts without one."""
+    from gpu_engine.host.store import open_store, read_meta, save_store
+
+    r = reasoner(EDGES)
+    save_store(r, tmp_path / "db")
+    seconds = r.engine.materialise_seconds
+    assert seconds and read_meta(tmp_path / "db")["materialise_seconds"] == seconds
+    assert open_store(tmp_path / "db", device="cpu").engine.materialise_seconds == seconds

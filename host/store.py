@@ -344,16 +344,27 @@ def open_store(store_dir: str | Path, device: str = "auto", *, version: str | No
 
 
 def read_meta(store_dir: str | Path, version: str | None = None) -> dict[str, Any]:
-    """The metadata of a version (default: the current one)."""
-    name = version or current_version(store_dir)
-    if name is None:
-        raise StoreError(f"store {store_dir} has no committed version")
-    path = Path(store_dir) / name / "meta.json"
+    """The metadata of a version (default: the current one; read again when a writer
+    committed a newer one, and removed this one, between reading CURRENT and its
+    metadata)."""
+    for _ in range(8):
+        name = version or current_version(store_dir)
+        if name is None:
+            raise StoreError(f"store {store_dir} has no committed version")
+        path = Path(store_dir) / name / "meta.json"
+        try:
+            text = path.read_text(encoding="utf-8")
+            break
+        except FileNotFoundError:
+            if version is not None or current_version(store_dir) == name:
+                raise StoreError(f"store version {path.parent} is missing meta.json") from None
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"{path}: corrupt metadata ({exc})") from None
+    else:
+        raise StoreError(f"store {store_dir}: its current version kept changing")
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise StoreError(f"store version {path.parent} is missing meta.json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise StoreError(f"{path}: corrupt metadata ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StoreError(f"{path}: not a gpu-engine store")

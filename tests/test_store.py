@@ -514,3 +514,25 @@ def test_concurrent_writers_wait_for_the_lock(case: tuple[Path, Path], tmp_path:
     assert proc.returncode == 0, err.decode()
     assert current_version(store) == "v00000003"
     assert open_store(store).engine.size("edge") == 5
+
+
+def test_read_meta_follows_a_commit_that_removed_the_version_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that read CURRENT just before a writer committed a newer version and
+    removed the old one (``keep=1``) reads the new version's metadata (the streaming
+    sink's worker commits while the caller reads the last committed batch)."""
+    import gpu_engine.host.store as S
+
+    r = Reasoner(".decl e(x: number)\n.output e\n")
+    r.add_facts("e", [(1,)])
+    save_store(r, tmp_path / "db")
+    r.add_facts("e", [(2,)])
+    save_store(r, tmp_path / "db")
+    old, new = "v00000001", current_version(tmp_path / "db")
+    assert new != old and store_versions(tmp_path / "db") == [new]
+    reads = iter([old])
+    real = S.current_version
+    monkeypatch.setattr(S, "current_version", lambda d: next(reads, None) or real(d))
+    assert read_meta(tmp_path / "db")["version"] == new
+    with pytest.raises(StoreError, match="missing meta.json"):  # a version named: no retry
+        read_meta(tmp_path / "db", old)

@@ -5,6 +5,7 @@
   ``GPU_ENGINE_TEST_DEVICE=cpu`` runs only on the CPU.
 - ``shared_dir`` fixture: ``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``.
 - Hypothesis profiles: ``ci`` (default) and ``fuzz`` (when ``FUZZ_EXAMPLES`` is set).
+- ``GPU_ENGINE_UPDATE_BUDGET=0``: the default update algorithm runs without its time budget.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 CI_EXAMPLES = 150
+
+# The default update algorithm's time budget (gpu_engine.maintenance) is off in the tests, so
+# that what an update does never depends on the machine's load; tests/test_default_budget.py
+# turns it on.  Set here, so that the CLI's subprocesses inherit it too.
+os.environ.setdefault("GPU_ENGINE_UPDATE_BUDGET", "0")
 
 # `make test` (and CI) draws the same examples every run, so that a landing never depends on
 # luck; campaigns draw new ones each time (below).

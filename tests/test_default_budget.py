@@ -32,10 +32,20 @@ def paths(r: Reasoner) -> list[str]:
     return sorted(r.render("p").splitlines())
 
 
+@pytest.fixture(autouse=True)
+def budget_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPU_ENGINE_UPDATE_BUDGET", "1")  # (conftest turns it off)
+
+
 @pytest.fixture
 def no_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(M, "DEFAULT_MIN_SECONDS", 0.0)
     monkeypatch.setattr(M, "DEFAULT_TIME", 0.0)
+
+
+def test_the_budget_can_be_turned_off(no_time: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPU_ENGINE_UPDATE_BUDGET", "0")
+    assert reasoner(EDGES).update(delete={"e": [(10, 11)]}).algorithm == "dredc"
 
 
 def test_default_rematerialises_past_its_budget(no_time: None) -> None:

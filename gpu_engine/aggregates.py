@@ -124,9 +124,10 @@ def reduce_groups(ev: RuleEvaluator, agg: Aggregate, cols: tuple[Any, ...], n: i
     else:
         v = val[order]
         if floaty:  # one value at a time in the word's float, as Soufflé's RamFloat
-            f = float_decode(be, v, bits).astype(xp.float64 if bits == 64 else xp.float32)
-            s, c = sequential_sums(be, f, w, starts, ends)
-            value = float_encode(be, s / c if agg.op == "mean" else s, bits)
+            s, _ = sequential_sums(be, float_decode(be, v, bits), w, starts, ends,
+                                   np.float64 if bits == 64 else np.float32,
+                                   mean=agg.op == "mean")
+            value = float_encode(be, s, bits)
         elif agg.op == "sum":
             value = wrap(be, _segment_sum(xp, v * w, starts, ends), agg.type, bits)
         else:  # mean of integers

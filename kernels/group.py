@@ -38,8 +38,8 @@ def group_count(be: Backend, keys: Any, weights: Any | None = None) -> tuple[Any
 SMALL_GROUPS = 64  # at most this many groups, or none longer: array passes, no compiling
 
 
-def sequential_sums(be: Backend, values: Any, weights: Any, starts: Any, ends: Any
-                    ) -> tuple[Any, Any]:
+def sequential_sums(be: Backend, values: Any, weights: Any, starts: Any, ends: Any,
+                    ftype: Any = None, mean: bool = False) -> tuple[Any, Any]:
     """Per segment ``[starts[g], ends[g])``: the sum of its values added one at a time, in
     order, each ``weights[i]`` times, in the values' float type (float32 or float64), and
     the number of additions counted in that type too: Soufflé's float ``sum`` and
@@ -48,8 +48,15 @@ def sequential_sums(be: Backend, values: Any, weights: Any, starts: Any, ends: A
 
     Few groups: one sequential cumulative sum per group; groups all short: one array
     pass per position within a group; else a compiled loop per group (Numba, on the
-    host: a device's values are copied there and back)."""
+    host: a device's values are copied there and back).
+
+    ``ftype``: the float type to add in, the values converted to it on the host, and the
+    sums (``mean``: divided by the counts, there too) returned as float64: a NaN then
+    keeps its sign and payload as x86 keeps them, where a GPU's conversions and division
+    give its one positive NaN (Soufflé's outputs come from x86 builds)."""
     v = be.to_host(values)
+    if ftype is not None:
+        v = v.astype(ftype)
     w = be.to_host(weights).astype(np.int64)
     s, e = be.to_host(starts).astype(np.int64), be.to_host(ends).astype(np.int64)
     ft = v.dtype.type
@@ -76,4 +83,10 @@ def sequential_sums(be: Backend, values: Any, weights: Any, starts: Any, ends: A
             counts[live] = counts[live] + one
     else:
         cpu_numba.sequential_sums(v, s, e, sums, counts)
+    if ftype is not None:
+        if mean:
+            with np.errstate(all="ignore"):
+                sums = sums / counts
+        return (be.asarray(sums.astype(np.float64), dtype=np.float64),
+                be.asarray(counts, dtype=v.dtype))
     return be.asarray(sums, dtype=v.dtype), be.asarray(counts, dtype=v.dtype)

@@ -576,3 +576,16 @@ def test_nan_bits_as_x86_builds_make_them() -> None:
     assert [v & 0xFFFFFFFF for v in enc.tolist()] == [0xFFC00000, 0x7FC00001, 0]
     assert bits(float_decode(be, enc, 32)) == [DEFAULT_NAN64, 0x7FF8000020000000, 0]
     assert bits(float_encode(be, f64([DEFAULT_NAN64]), 64)) == [DEFAULT_NAN64]
+
+
+def test_float_sum_and_mean_keep_the_nan_sign(device: str) -> None:
+    """A float ``sum``/``mean`` over a NaN gives x86's NaN (its operand's sign: "-nan" for
+    0.0 / 0.0), also on a GPU, whose conversions and division would give a positive one:
+    the sums and the division are done on the host."""
+    prog = """
+    .decl n(x:float)
+    n(0.0 / 0.0). n(1.0).
+    .decl s(a:float, b:float)
+    s(sum x : { n(x) }, mean x : { n(x) }).
+    """
+    assert lines(prog, "s", device) == ["-nan\t-nan"]

@@ -96,6 +96,9 @@ class Engine:
         # seconds the last materialisation took (a host twin: its device's), which the
         # default update algorithm's time budget is a share of (gpu_engine.maintenance)
         self.materialise_seconds: float | None = None
+        # the default algorithm's memory of its last fallback: (deleted facts, deletions as
+        # large still rematerialised at once) (gpu_engine.maintenance._lately)
+        self.default_gave_up: tuple[int, int] | None = None
         self._state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)

@@ -64,6 +64,10 @@ _REMAT = {0: "remat", 1: "remat1c", 2: "remat2c"}  # the rematerialisation leavi
 # insertion and a fully dynamic update (a boundary hook) run to their end.
 DEFAULT_TIME = 0.35
 DEFAULT_MIN_SECONDS = 0.05
+# After a fallback, this many deletions at least as large rematerialise at once (the next
+# one tries again; a smaller one tries at once), as equality's auto does (RETRY_AFTER):
+# on a GPU the device then copies nothing to its host twin for an attempt that would stop
+DEFAULT_RETRY_AFTER = 1
 
 
 def _deadline(engine: Any, t0: float) -> float | None:
@@ -74,6 +78,20 @@ def _deadline(engine: Any, t0: float) -> float | None:
             os.environ.get("GPU_ENGINE_UPDATE_BUDGET", "1") == "0":
         return None
     return t0 + DEFAULT_TIME * last
+
+
+def _lately(engine: Any, deleted: int) -> str:
+    """Why the default algorithm rematerialises a deletion of ``deleted`` facts at once
+    ("" to try it): its overdeletion gave up lately on one at most as large."""
+    gave = engine.default_gave_up
+    if gave is None or not deleted or deleted < gave[0]:
+        return ""
+    if not gave[1]:
+        engine.default_gave_up = None
+        return ""
+    engine.default_gave_up = (gave[0], gave[1] - 1)
+    return (f"it gave up on a deletion of {gave[0]:,} facts lately ({gave[1]} more as "
+            "large before it tries again)")
 
 
 def default_algorithm(engine: Any) -> str:
@@ -109,7 +127,12 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     if alg != "remat" and any(s.lookups for s in engine.strata):
         alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
     if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)):  # small, on a GPU
+        t = engine._twin
+        why = "" if t is None or algorithm is not None or boundary is not None else \
+            _lately(t.host, sum(n for _, n in delete.values()))
         try:
+            if why:  # (nothing copied to the host for an attempt that would stop)
+                raise twin.RematOnDevice(f"{_REMAT[_LEAVES[alg]]}: {alg} {why}")
             stats = engine.twin().run(
                 lambda host: apply_update(host, insert, delete, algorithm, boundary))
         except twin.RematOnDevice as exc:  # the host's state as it was: the device remats
@@ -202,13 +225,21 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
                 stats.note = ("Remat≈: rematerialised by rewriting (deletions with equality "
                               "are not maintained incrementally yet)")
         else:
+            timed = timed and bool(stats.deleted) and boundary is None \
+                and alg in ("dred", "dredc")
+            why = _lately(engine, stats.deleted) if timed else ""
             try:
-                _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, boundary,
-                                 timed and bool(stats.deleted) and boundary is None
-                                 and alg in ("dred", "dredc"))
+                if why:
+                    raise OutOfTime(why)
+                _run_incremental(engine, alg, e_minus, e_plus, new_e, stats, boundary, timed)
+                if timed:
+                    engine.default_gave_up = None  # it ran to its end
             except OutOfTime as exc:
                 engine.state = saved.snapshot()  # as it was (saved kept for a failure)
-                stats.note = f"{_REMAT[_LEAVES[alg]]}: {alg}'s {exc}"
+                stats.note = (f"{_REMAT[_LEAVES[alg]]}: {alg} {why}" if why
+                              else f"{_REMAT[_LEAVES[alg]]}: {alg}'s {exc}")
+                if not why:
+                    engine.default_gave_up = (stats.deleted, DEFAULT_RETRY_AFTER)
                 if getattr(engine, "is_twin", False):  # the device rematerialises
                     raise twin.RematOnDevice(stats.note) from None
                 engine.explicit = new_e

@@ -63,6 +63,28 @@ def test_default_rematerialises_past_its_budget(no_time: None) -> None:
     assert st.algorithm == "dredc" and paths(r) == paths(reasoner([*left, (10, 11)]))
 
 
+def test_a_fallback_is_remembered(no_time: None) -> None:
+    """After a fallback, the next deletion as large rematerialises at once (noted), a
+    smaller one tries, and the one after tries again (DEFAULT_RETRY_AFTER = 1)."""
+    r = reasoner(EDGES)
+    left = list(EDGES)
+
+    def delete(*gone: tuple[int, int]) -> str:
+        st = r.update(delete={"e": list(gone)})
+        for g in gone:
+            left.remove(g)
+        assert st.algorithm == "remat2c" and paths(r) == paths(reasoner(left))
+        return st.note
+
+    assert "past its time budget" in delete((10, 11), (11, 12))
+    assert "gave up on a deletion of 2 facts lately (1 more" in delete((12, 13), (13, 14))
+    assert "past its time budget" in delete((14, 15))  # smaller: tries
+    assert "gave up on a deletion of 1 facts lately" in delete((15, 16))
+    assert "past its time budget" in delete((16, 17))  # tries again
+    r.update(insert={"e": [(10, 11)]})  # insertions leave the memory alone
+    assert r.engine.default_gave_up == (1, 1)
+
+
 def test_no_budget_after_a_quick_materialisation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(M, "DEFAULT_TIME", 0.0)  # DEFAULT_MIN_SECONDS as shipped
     r = reasoner(EDGES)
@@ -80,6 +102,11 @@ def test_host_twin_past_its_budget_leaves_rematerialising_to_the_device(
     assert st.algorithm == "remat2c" and "(host twin)" not in st.device
     assert "the host twin's choice" in st.note, st.note
     left = [x for x in EDGES if x != (10, 11)]
+    assert paths(r) == paths(reasoner(left))
+    st = r.update(delete={"e": [(12, 13)]})  # remembered: the device at once
+    left.remove((12, 13))
+    assert st.algorithm == "remat2c" and "(host twin)" not in st.device
+    assert "gave up on a deletion of 1 facts lately" in st.note, st.note
     assert paths(r) == paths(reasoner(left))
     st = r.update(delete={"e": [(20, 21)]}, algorithm="dredc")
     left.remove((20, 21))

@@ -251,9 +251,8 @@ def _remat_on_device(engine: Any, alg: str, delete: Encoded) -> str:
     gave = None if t is None else t.host.eq_gave_up
     if gave is None:
         return ""
-    run = {"DRed≈": "dred_eq", "B/F≈": "bf_eq"}[gave[0]]
-    return "" if _lately(t.host, run, deleted, "")[0] == run else \
-        _lately_note(gave)
+    run, note = _lately(t.host, {"DRed≈": "dred_eq", "B/F≈": "bf_eq"}[gave[0]], deleted, "")
+    return note if run == "remat" else ""
 
 
 def _few_leave(engine: Any, reps: Any, new_e: dict[str, RunSet]) -> bool:

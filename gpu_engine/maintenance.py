@@ -203,6 +203,13 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
                 new_e[name] = ne.compacted() if ne.worth_compacting() else ne
         stats.deleted = sum(len(x) for x in e_minus.values())
         stats.inserted = sum(len(x) for x in e_plus.values())
+
+        def rematerialise(level: int) -> None:
+            """E := E′, materialised from scratch with counters of ``level``."""
+            engine.explicit = new_e
+            engine.counting = level
+            stats.derivations = engine.materialise().derivations
+
         if not (stats.deleted or stats.inserted) and not alg.startswith("remat") \
                 and engine.materialised and _counters_ready(engine, alg):
             pass  # nothing changes: no round (a queue that cancelled itself)
@@ -212,10 +219,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
             stats.algorithm = "mat≈"
             stats.note = "insertions continued the rewritten materialisation (Mat≈)"
         elif alg.startswith("remat"):
-            engine.explicit = new_e
-            engine.counting = _LEAVES[alg]
-            m = engine.materialise()
-            stats.derivations = m.derivations
+            rematerialise(_LEAVES[alg])
             if any(s.lookups for s in engine.strata):
                 from .recursive_aggregates import REMAT_NOTE
 
@@ -242,9 +246,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
                     engine.default_gave_up = (stats.deleted, DEFAULT_RETRY_AFTER)
                 if getattr(engine, "is_twin", False):  # the device rematerialises
                     raise twin.RematOnDevice(stats.note) from None
-                engine.explicit = new_e
-                engine.counting = _LEAVES[alg]
-                stats.derivations = engine.materialise().derivations
+                rematerialise(_LEAVES[alg])
                 stats.algorithm = _REMAT[_LEAVES[alg]]
                 stats.overdeleted = stats.rederived = stats.added = 0
     except BaseException:

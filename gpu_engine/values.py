@@ -98,6 +98,12 @@ DEFAULT_NAN64 = SIGN64 | _QUIET64  # 0xFFF8000000000000
 _QUIET32 = 0x7FC00000
 
 
+def _some(be: Backend, mask: Any) -> bool:
+    """Whether ``mask`` may hold a True: asked on the host only (on a device the answer
+    would cost a synchronisation, more than the selection it saves)."""
+    return bool(be.is_gpu) or bool(mask.any())
+
+
 def float_decode(be: Backend, col: Any, bits: int = 32) -> Any:
     """Stored float bits (int64) -> float64 values (NaN sign and payload kept, as x86's
     widening conversion keeps them)."""
@@ -105,9 +111,12 @@ def float_decode(be: Backend, col: Any, bits: int = 32) -> Any:
         return col.astype(INDEX, copy=False).view(np.float64)
     f = col.astype(np.int32).view(np.float32).astype(np.float64)
     xp = be.xp
+    isnan = xp.isnan(f)
+    if not _some(be, isnan):
+        return f
     c = col.astype(INDEX, copy=False)
     nan = SIGN64 * ((c >> 31) & 1) | _QUIET64 | ((c & 0x3FFFFF) << 29)
-    return xp.where(xp.isnan(f), nan, f.view(INDEX)).view(np.float64)
+    return xp.where(isnan, nan, f.view(INDEX)).view(np.float64)
 
 
 def float_encode(be: Backend, vals: Any, bits: int = 32) -> Any:
@@ -115,23 +124,29 @@ def float_encode(be: Backend, vals: Any, bits: int = 32) -> Any:
     NaN's sign and leading payload bits kept as x86's narrowing conversion keeps them)."""
     xp = be.xp
     vals = vals.astype(np.float64, copy=False)
-    b = vals.view(INDEX)
     isnan = xp.isnan(vals)
+    some = _some(be, isnan)
+    b = vals.view(INDEX)
     if bits == 64:
-        return xp.where(isnan, b | _QUIET64, (vals + np.float64(0.0)).view(INDEX))
-    f = vals.astype(np.float32) + np.float32(0.0)
-    nan = ((b >> 32) & ~0x7FFFFFFF) | _QUIET32 | ((b >> 29) & 0x3FFFFF)
-    return xp.where(isnan, nan, f.view(np.int32).astype(INDEX))
+        out = (vals + np.float64(0.0)).view(INDEX)
+        return xp.where(isnan, b | _QUIET64, out) if some else out
+    out = (vals.astype(np.float32) + np.float32(0.0)).view(np.int32).astype(INDEX)
+    if not some:
+        return out
+    return xp.where(isnan, ((b >> 32) & ~0x7FFFFFFF) | _QUIET32 | ((b >> 29) & 0x3FFFFF), out)
 
 
 def x86_nan(be: Backend, result: Any, operands: list[Any]) -> Any:
     """``result`` (float64) of an operation on ``operands`` with its NaNs as x86 makes
     them: the first NaN operand, quieted, else the default NaN (sign set)."""
     xp = be.xp
+    isnan = xp.isnan(result)
+    if not _some(be, isnan):
+        return result
     fill: Any = DEFAULT_NAN64
     for a in reversed(operands):
         fill = xp.where(xp.isnan(a), a.view(INDEX) | _QUIET64, fill)
-    return xp.where(xp.isnan(result), fill, result.view(INDEX)).view(np.float64)
+    return xp.where(isnan, fill, result.view(INDEX)).view(np.float64)
 
 
 def floats_to_host(col: np.ndarray, bits: int = 32) -> np.ndarray:

@@ -88,7 +88,7 @@ def test_a_fallback_is_remembered(no_time: None) -> None:
 def test_no_budget_after_a_quick_materialisation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(M, "DEFAULT_TIME", 0.0)  # DEFAULT_MIN_SECONDS as shipped
     r = reasoner(EDGES)
-    assert r.engine.materialise_seconds < M.DEFAULT_MIN_SECONDS
+    r.engine.materialise_seconds = M.DEFAULT_MIN_SECONDS / 2  # (not timed: set)
     assert r.update(delete={"e": [(10, 11)]}).algorithm == "dredc"
 
 

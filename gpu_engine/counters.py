@@ -69,19 +69,37 @@ def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
 
 def values(rs: RunSet, parts: tuple[Any, ...], rows: RowSet) -> Any:
     """The counters of live rows of ``rs`` (aligned with ``rows``)."""
-    xp = rs.be.xp
-    out = xp.zeros(len(rows), dtype=INDEX)
-    for i, idx, pos in locate(rs, rows):
+    return gather(parts, locate(rs, rows), len(rows), rs.be)
+
+
+def gather(parts: tuple[Any, ...], located: list[tuple[int, Any, Any]], n: int,
+           be: Backend) -> Any:
+    """The counters at the places :func:`locate` found for ``n`` rows."""
+    out = be.xp.zeros(n, dtype=INDEX)
+    for i, idx, pos in located:
         out[idx] = parts[i][pos]
     return out
 
 
-def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any
-           ) -> tuple[Any, ...]:
-    """``parts += deltas`` at the positions of ``rows`` (live rows of ``rs``), in place
-    (an array that is not writeable, e.g. mapped from a store, is copied first)."""
+def narrowed(located: list[tuple[int, Any, Any]], keep: Any, be: Backend
+             ) -> list[tuple[int, Any, Any]]:
+    """:func:`locate`'s answer for the rows ``keep`` selects (a mask over the rows)."""
+    xp = be.xp
+    rank = xp.cumsum(keep, dtype=INDEX) - 1  # index of each kept row among the kept
+    out = []
+    for i, idx, pos in located:
+        m = keep[idx]
+        out.append((i, rank[idx[m]], pos[m]))
+    return out
+
+
+def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any,
+           located: list[tuple[int, Any, Any]] | None = None) -> tuple[Any, ...]:
+    """``parts += deltas`` at the positions of ``rows`` (live rows of ``rs``; ``located``:
+    where they lie, when known), in place (an array that is not writeable, e.g. mapped
+    from a store, is copied first)."""
     out = list(parts)
-    for i, idx, pos in locate(rs, rows):
+    for i, idx, pos in located if located is not None else locate(rs, rows):
         out[i] = _writeable(out[i])
         out[i][pos] += deltas[idx]
     return tuple(out)

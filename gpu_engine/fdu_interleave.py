@@ -115,6 +115,7 @@ def _retract(st: Any, name: str, rows: RowSet) -> None:
         s.gone = s.gone.append(old)
     if len(fresh):
         s.A_new = RunSet.of(_minus(s.A_new.compact(), fresh))
+    st.note_change(name)
 
 
 def _bump(u: Any, name: str, rows: RowSet, cnt: Any, recursive: bool, sign: int) -> None:

@@ -20,7 +20,7 @@ from .affected import VersionOf, affected, mark_rederivable, may_match
 from .aggregates import update_stratum as update_aggregate
 from .backward_plan import one_step
 from .fdu import at_boundary
-from .ir import Atom, Negation, Rule
+from .ir import Rule
 from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
@@ -95,34 +95,29 @@ class Update:
 
     def removed(self) -> dict[str, RunSet]:
         """``D \\ A`` per relation (nonempty ones)."""
-        rel = self.state.rel
-        return {n: g for n in self.state.touched if len(g := rel[n].gone)}
+        return dict(self.state.gone_of)
 
     def added(self) -> dict[str, RunSet]:
         """``A \\ D`` per relation (nonempty ones)."""
-        rel = self.state.rel
-        return {n: a for n in self.state.touched if len(a := rel[n].A_new)}
+        return dict(self.state.new_of)
 
     def idle(self, s: Stratum) -> bool:
         """Whether nothing can change in stratum ``s``: no explicit change of its facts
         and no change of a relation its rules read (every Π⟦...⟧ of it is then empty)."""
         if any(len(self.e_minus[r]) or len(self.e_plus[r]) for r in s.relations):
             return False
-        rel = self.state.rel
-        changed = {n for n in self.state.touched & s.reads
-                   if len(rel[n].gone) or len(rel[n].A_new)}
-        if not changed:
-            return True
-        # finer: no variant of a rule of s can match the changed facts (their constants)
-        for rule in s.rules:
-            for lit in rule.body:
-                if isinstance(lit, Negation) and lit.atom.relation in changed:
+        gone, new = self.state.gone_of, self.state.new_of
+        watch = s.watch()
+        for n in s.reads:
+            if n not in gone and n not in new:
+                continue
+            atoms = watch.get(n, ())
+            if atoms is None:  # read under negation
+                return False
+            # finer: no variant of a rule of s can match the changed facts (their constants)
+            for part in (gone.get(n), new.get(n)):
+                if part is not None and any(may_match(self.ev, a, part) for a in atoms):
                     return False
-                if isinstance(lit, Atom) and lit.relation in changed:
-                    for part in (self.state.removed(lit.relation),
-                                 self.state.added(lit.relation)):
-                        if len(part) and may_match(self.ev, lit, part):
-                            return False
         return True
 
     def union(self, name: str, parts: list[RowSet]) -> RowSet:

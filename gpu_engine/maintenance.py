@@ -188,7 +188,10 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
         e_plus = _rows(engine, insert)
         e_minus = _rows(engine, delete)
         new_e = dict(engine.explicit)
-        for name, e in engine.explicit.items():  # line 1 of Algorithms 1-3
+        for name in insert.keys() | delete.keys():  # line 1 of Algorithms 1-3
+            e = engine.explicit.get(name)
+            if e is None:
+                continue
             em, ep = e_minus[name], e_plus[name]
             if len(em):
                 em = em.select(e.has(em))  # E⁻ ∩ E
@@ -342,6 +345,7 @@ def _rows(engine: Any, given: Encoded) -> dict[str, RowSet]:
     """Per relation, the given facts as a sorted unique row set (empty when absent)."""
     be = engine.be
     out: dict[str, RowSet] = {}
+    empty: dict[int, RowSet] = {}  # one per arity, shared (row sets are immutable)
     for name, rel in engine.program.relations.items():
         if name in given:
             cols, n = given[name]
@@ -350,7 +354,10 @@ def _rows(engine: Any, given: Encoded) -> dict[str, RowSet]:
             dev = tuple(be.asarray(c) for c in cols)
             out[name] = RowSet.from_columns(be, dev, rel.arity, n_rows=n)
         else:
-            out[name] = RowSet.empty(be, rel.arity)
+            e = empty.get(rel.arity)
+            if e is None:
+                e = empty[rel.arity] = RowSet.empty(be, rel.arity)
+            out[name] = e
     for name in given:
         if name not in engine.program.relations:
             raise ValueError(f"unknown relation {name!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from .ir import Aggregate, Atom, Location, Negation, Program, ProgramError, Rule, Var
 
@@ -28,6 +29,8 @@ class Stratum:
     aggregate: Aggregate | None = None  # an aggregate's hidden relation (no rules)
     # aggregates evaluated inside this recursive stratum (gpu_engine.recursive_aggregates)
     lookups: list[Aggregate] = field(default_factory=list)
+    _watch: tuple[tuple[Rule, ...], dict[str, Any]] | None = field(default=None, repr=False,
+                                                                  compare=False)
 
     @property
     def recursive(self) -> bool:
@@ -42,6 +45,26 @@ class Stratum:
                          for rule in self.rules for lit in rule.body
                          if isinstance(lit, (Atom, Negation))).union(
                              *(a.reads for a in self.lookups))
+
+    def watch(self) -> dict[str, tuple[Atom, ...] | None]:
+        """Per relation the stratum's rules read: the positive atoms over it, or None
+        when a rule reads it under negation (any change of it may matter).  Kept until
+        the rules change (equality renormalises them in place)."""
+        rules = tuple(self.rules)
+        hit = self._watch
+        if hit is not None and hit[0] == rules:  # (identical rules: pointer comparisons)
+            return hit[1]
+        out: dict[str, tuple[Atom, ...] | None] = {}
+        for rule in self.rules:
+            for lit in rule.body:
+                if isinstance(lit, Negation):
+                    out[lit.atom.relation] = None
+                elif isinstance(lit, Atom):
+                    atoms = out.get(lit.relation, ())
+                    if atoms is not None:
+                        out[lit.relation] = (*atoms, lit)
+        self._watch = (rules, out)
+        return out
 
 
 def eqrel_rules(name: str, loc: Location) -> list[Rule]:

@@ -50,6 +50,9 @@ class RelState:
     # the last membership test in I (rows, mask): I does not change during the update,
     # and a round often tests the rows it has just counted
     memo: tuple[RowSet, Any] | None = None
+    # where the rows of the last counter look-up lie in I (rows, counters.locate's
+    # answer): the commit adds the overlay of the same rows at the same positions
+    located: tuple[RowSet, list[tuple[int, Any, Any]]] | None = None
 
     def in_old(self, rows: RowSet) -> Any:
         """Mask over ``rows``: which are facts of ``I``."""
@@ -61,6 +64,27 @@ class RelState:
         return mask
 
 
+class _Relations(dict):
+    """The :class:`RelState` of each relation, made on first use: an update pays for
+    the relations it reads, not for every relation of the program."""
+
+    def __init__(self, be: Backend, store: dict[str, RunSet]) -> None:
+        super().__init__()
+        self.store = store
+        self.empty: dict[int, RunSet] = {}  # one per arity, shared (run sets are immutable)
+
+    def __missing__(self, name: str) -> RelState:
+        runs = self.store[name]
+        e = self.empty.get(runs.arity)
+        if e is None:
+            e = self.empty[runs.arity] = RunSet.empty(runs.be, runs.arity)
+        s = self[name] = RelState(runs, e, e, e, e)
+        return s
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.store
+
+
 class UpdateState:
     """D, A and counters of every relation during one update."""
 
@@ -69,11 +93,13 @@ class UpdateState:
         self.be = be
         self.level = level
         self.counters = counters
-        self.rel: dict[str, RelState] = {}
+        self.store = store  # the old materialisation, I per relation
+        self.rel: dict[str, RelState] = _Relations(be, store)  # (made on first use)
         self.touched: set[str] = set()  # relations whose D or A is not empty
-        for name, runs in store.items():
-            empty = RunSet.empty(be, runs.arity)
-            self.rel[name] = RelState(runs, empty, empty, empty, empty)
+        # D \ A and A \ I of the relations where they are not empty (kept in step by
+        # note_change: the algorithms ask for them per stratum)
+        self.gone_of: dict[str, RunSet] = {}
+        self.new_of: dict[str, RunSet] = {}
 
     # --- views (paper 000's versions of the materialisation) ----------------------------
 
@@ -118,6 +144,7 @@ class UpdateState:
             self.touched.add(name)
             s.D = s.D.append(delta)
             s.gone = s.gone.append(delta)
+            self.gone_of[name] = s.gone
 
     def not_in_new(self, name: str, rows: RowSet) -> RowSet:
         """``rows \\ ((I \\ D) ∪ A)``."""
@@ -144,6 +171,17 @@ class UpdateState:
             s.A_old = s.A_old.append(back)
             s.gone = RunSet.of(s.gone.compact().minus(back))
         s.A_new = s.A_new.append(fresh)
+        self.note_change(name)
+
+    def note_change(self, name: str) -> None:
+        """Keep :attr:`gone_of` and :attr:`new_of` in step with the relation's ``gone``
+        and ``A_new`` (after any change of them)."""
+        s = self.rel[name]
+        for sets, part in ((self.gone_of, s.gone), (self.new_of, s.A_new)):
+            if len(part):
+                sets[name] = part
+            else:
+                sets.pop(name, None)
 
     # --- counters ---------------------------------------------------------------------
 
@@ -151,7 +189,9 @@ class UpdateState:
         """Current ``c_r`` (``recursive``) or ``c_nr`` of rows of ``I``."""
         s = self.rel[name]
         c = self.counters[name]
-        out = C.values(s.I, c.rec if recursive else c.nonrec, rows)
+        loc = C.locate(s.I, rows)
+        s.located = (rows, loc)
+        out = C.gather(c.rec if recursive else c.nonrec, loc, len(rows), self.be)
         ov = s.overlay.get(recursive)
         if ov is not None and ov[0] is rows:  # the rows just bumped: aligned already
             out += ov[1]
@@ -206,19 +246,21 @@ class UpdateState:
             store[name] = e
             c = self.counters.get(name)
             if c is not None:
-                old = {id(run): k for k, run in enumerate(self.rel[name].I.runs)}
+                old = {id(run): k for k, run in enumerate(self.store[name].runs)}
                 nr, r = [], []
                 for run in e.runs:
                     k = old.get(id(run))
                     nr.append(c.nonrec[k] if k is not None else xp.ones(len(run), dtype=INDEX))
                     r.append(c.rec[k] if k is not None else xp.zeros(len(run), dtype=INDEX))
                 counters[name] = C.Counters(tuple(nr), tuple(r))
-        for name, s in self.rel.items():
+        made = self.rel
+        for name, runs in self.store.items():
             if name in explicit_only:
                 continue
             c = self.counters.get(name)
-            if len(s.gone) == 0 and len(s.A_new) == 0 and not s.overlay:
-                store[name] = s.I
+            s = dict.get(made, name)
+            if s is None or (len(s.gone) == 0 and len(s.A_new) == 0 and not s.overlay):
+                store[name] = runs  # (a relation never read is as it was)
                 if c is not None:
                     counters[name] = c
                 continue
@@ -244,19 +286,21 @@ class UpdateState:
             for recursive, (orows, inc) in s.overlay.items():  # facts of I \ D: in place
                 # (overlay rows are facts of I: live unless gone, a small set to test)
                 live = ~s.gone.has(orows) if len(s.gone) else None
+                loc = _located(s, orows, rs)
                 if live is not None and not bool(live.all()):
                     orows, inc = orows.select(live), inc[live]
+                    loc = None if loc is None else C.narrowed(loc, live, self.be)
                 if len(orows):
-                    in_place.append((name, recursive, orows, inc))
+                    in_place.append((name, recursive, orows, inc, loc))
             store[name] = rs
             counters[name] = cc
-        for name, recursive, rows, inc in in_place:  # the last step: nothing fails after it
+        for name, recursive, rows, inc, loc in in_place:  # the last step: nothing fails after it
             c = counters[name]
-            parts = C.add_at(store[name], c.rec if recursive else c.nonrec, rows, inc)
+            parts = C.add_at(store[name], c.rec if recursive else c.nonrec, rows, inc, loc)
             counters[name] = (C.Counters(c.nonrec, parts) if recursive
                               else C.Counters(parts, c.rec))
         for name in list(store):
-            if store[name].worth_compacting():
+            if store[name] is not self.store.get(name) and store[name].worth_compacting():
                 if name in counters:
                     store[name], counters[name] = C.compacted(store[name], counters[name])
                 else:
@@ -266,6 +310,19 @@ class UpdateState:
                 if any(bool(a.any()) for a in c.rec):
                     counters[name] = c.without_rec(self.be)
         return store, counters
+
+
+def _located(s: RelState, rows: RowSet, new: RunSet) -> list[tuple[int, Any, Any]] | None:
+    """Where ``rows`` lie in the relation's new runs, when the last counter look-up was
+    of these rows and the runs holding them are still there, at the same places."""
+    got = s.located
+    if got is None or got[0] is not rows:
+        return None
+    old_runs, new_runs = s.I.runs, new.runs
+    for i, _, _ in got[1]:
+        if i >= len(new_runs) or new_runs[i] is not old_runs[i]:
+            return None
+    return got[1]
 
 
 def _accumulate(be: Backend, arity: int, acc: tuple[RowSet, Any] | None, rows: RowSet,

@@ -105,9 +105,13 @@ def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any,
     return tuple(out)
 
 
-def set_at(rs: RunSet, parts: list[Any], rows: RowSet, vals: Any) -> None:
-    """``parts[i] := vals`` at the positions of ``rows`` (rows of the runs), in place."""
-    for i, idx, pos in locate(RunSet(rs.be, rs.arity, rs.runs), rows):
+def set_at(rs: RunSet, parts: list[Any], rows: RowSet, vals: Any,
+           located: list[tuple[int, Any, Any]] | None = None) -> None:
+    """``parts[i] := vals`` at the positions of ``rows`` (rows of the runs; ``located``:
+    where they lie, when known), in place."""
+    if located is None:
+        located = locate(RunSet(rs.be, rs.arity, rs.runs), rows)
+    for i, idx, pos in located:
         parts[i] = _writeable(parts[i])
         parts[i][pos] = vals[idx]
 
@@ -129,8 +133,9 @@ def append_counted(rs: RunSet, c: Counters, d: RowSet, nr: Any, r: Any
         back = rs._in_dead(d.cols, len(d))
         if bool(back.any()):
             b = d.select(back)
-            set_at(rs, nonrec, b, nr[back])
-            set_at(rs, rec, b, r[back])
+            at = locate(RunSet(be, rs.arity, rs.runs), b)  # (tombstoned rows: in the runs)
+            set_at(rs, nonrec, b, nr[back], at)
+            set_at(rs, rec, b, r[back], at)
             rs = RunSet(be, rs.arity, rs.runs, rs._lift(b))
             keep = ~back
             d, nr, r = d.select(keep), nr[keep], r[keep]

@@ -181,10 +181,14 @@ class RunSet:
         if self.arity == 0:
             return ()
         out = []
-        for x in self.dead:
-            y = x.select(~back.contains(x.cols)) if len(x) else x
-            if len(y):
-                out.append(y)
+        for x in self.dead:  # (found by probing x with the few rows of back)
+            hit = x.has(back) if len(x) else None
+            if hit is not None and bool(hit.any()):
+                keep = self.be.xp.ones(len(x), dtype=bool)
+                keep[x.positions_of(back.select(hit))] = False
+                x = x.select(keep)
+            if len(x):
+                out.append(x)
         return tuple(out)
 
     def without(self, rows: RowSet) -> RunSet:

@@ -384,10 +384,10 @@ class RowSet:
         if self.n == 0:
             return xp.zeros(n, dtype=bool)
         if self.arity == 1:
-            return S.isin_sorted(self.be, cols[0], self.keys, rows_sorted)
+            return self._isin(cols[0], rows_sorted)
         if self.spec is not None:
             if small.use(self.be, n):
-                return small.contains_packed(cols, self.spec, self.keys)
+                return small.contains_packed(cols, self.spec, self.keys, self._fence())
             if self.spec.covers(*(ranges or K.column_ranges(self.be, cols))):
                 # packing with a covering layout keeps sorted rows sorted
                 return S.isin_sorted(self.be, K.pack(self.be, cols, self.spec), self.keys,
@@ -415,7 +415,7 @@ class RowSet:
             # this layout get key -1 and match nothing
             k = rows.keys if rows.spec == self.spec else K.repack_probe(
                 self.be, rows.keys, rows.spec, self.spec)
-            return S.isin_sorted(self.be, k, self.keys, keys_sorted=True)
+            return self._isin(k, True)
         return self.contains(rows.cols, rows_sorted=True)
 
     def has_value(self, pos: int, value: int) -> bool:
@@ -451,9 +451,9 @@ class RowSet:
         if self.arity == 0:
             return xp.zeros(n, dtype=INDEX)
         if self.arity == 1:
-            return S.search(self.be, self.keys, cols[0])
+            return self._search(cols[0])
         if self.spec is not None and self.spec.covers(*K.column_ranges(self.be, cols)):
-            return S.search(self.be, self.keys, K.pack(self.be, cols, self.spec))
+            return self._search(K.pack(self.be, cols, self.spec))
         a, b = K.joint_keys(self.be, cols, self.cols)
         return S.search(self.be, b, a)
 
@@ -463,8 +463,29 @@ class RowSet:
         if self.arity > 1 and self.spec is not None and rows.spec is not None and len(rows):
             k = rows.keys if rows.spec == self.spec else K.repack_probe(
                 self.be, rows.keys, rows.spec, self.spec)
-            return S.search(self.be, self.keys, k)
+            return self._search(k)
         return self.positions(rows.cols)
+
+    # --- searches of the keys (few queries on the CPU: through a fence) ------------------
+
+    def _fence(self) -> Any:
+        """Every ``FENCE_STEP``-th key (``kernels.cpu_small``; cached; none when small)."""
+        f = self._indexes.get("fence")
+        if f is None:
+            f = self._indexes["fence"] = small.fence_of(self.keys)
+        return f
+
+    def _search(self, queries: Any) -> Any:
+        """Positions of ``queries`` (keys of rows of this set) in :attr:`keys`."""
+        if self.n >= small.FENCE_MIN and small.use(self.be, len(queries)):
+            return small.search(queries, self.keys, self._fence())
+        return S.search(self.be, self.keys, queries)
+
+    def _isin(self, queries: Any, queries_sorted: bool = False) -> Any:
+        """Mask: which ``queries`` occur in :attr:`keys`."""
+        if self.n >= small.FENCE_MIN and len(queries) and small.use(self.be, len(queries)):
+            return small.isin(queries, self.keys, self._fence())
+        return S.isin_sorted(self.be, queries, self.keys, queries_sorted)
 
     def _covering(self, cols: tuple[Any, ...]) -> RowSet:
         """This set re-keyed, if needed, so that its spec also covers ``cols``."""

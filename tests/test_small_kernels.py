@@ -107,6 +107,37 @@ def test_kernels_equal_the_array_operations(seed: int) -> None:
     _same(*both(lambda: runs.contains(probe, len(probe[0]))))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fenced_searches_equal_the_array_operations(seed: int) -> None:
+    """Large runs are searched through a fence (every FENCE_STEP-th key): positions,
+    membership and packed membership as NumPy gives them, for queries at block edges,
+    between keys, below the first and past the last key, on a run whose size is not a
+    multiple of the step."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(seed)
+    n = small.FENCE_MIN + int(rng.integers(1, small.FENCE_STEP))
+    keys = np.unique(rng.integers(0, 1 << 40, 2 * n))[:n].astype(np.int64) * 2
+    fence = small.fence_of(keys)
+    assert len(fence) == n // small.FENCE_STEP
+    edges = np.arange(small.FENCE_STEP - 2, n, small.FENCE_STEP)
+    at = np.sort(np.concatenate([edges[:200], edges[:200] + 1, edges[:200] + 2,
+                                 rng.integers(0, n, 300), [0, n - 1]]))
+    present = keys[at]
+    assert (small.search(present, keys, fence) == np.searchsorted(keys, present)).all()
+    queries = np.sort(np.concatenate([present, present + 1, present - 1,
+                                      [keys[0] - 5, keys[-1] + 5]]))
+    assert (small.isin(queries, keys, fence) == np.isin(queries, keys)).all()
+    assert (small.search(queries, keys, fence) == np.searchsorted(keys, queries)).all()
+    # a packed binary relation of that size: membership and positions of its rows
+    cols = (keys >> 21, keys & ((1 << 21) - 1))
+    rs = RowSet.from_columns(be, cols, 2)
+    assert rs.n >= small.FENCE_MIN and rs.spec is not None
+    probe = (np.concatenate([cols[0][:500], [3, 5]]),
+             np.concatenate([cols[1][:500] + seed % 2, [7, 9]]))
+    _same(*both(lambda: rs.contains(probe)))
+    _same(*both(lambda: rs.positions((cols[0][:300], cols[1][:300]))))
+
+
 def test_value_bits_equal_packbits(kernels_on) -> None:
     be = get_backend("cpu")
     rng = np.random.default_rng(7)

@@ -477,13 +477,13 @@ class RowSet:
 
     def _search(self, queries: Any) -> Any:
         """Positions of ``queries`` (keys of rows of this set) in :attr:`keys`."""
-        if self.n >= small.FENCE_MIN and small.use(self.be, len(queries)):
+        if small.use(self.be, len(queries)):  # (a compiled loop: a small run, too)
             return small.search(queries, self.keys, self._fence())
         return S.search(self.be, self.keys, queries)
 
     def _isin(self, queries: Any, queries_sorted: bool = False) -> Any:
         """Mask: which ``queries`` occur in :attr:`keys`."""
-        if self.n >= small.FENCE_MIN and len(queries) and small.use(self.be, len(queries)):
+        if len(queries) and small.use(self.be, len(queries)):
             return small.isin(queries, self.keys, self._fence())
         return S.isin_sorted(self.be, queries, self.keys, queries_sorted)
 

@@ -123,20 +123,49 @@ def scan(plan: ScanPlan, src: RunSet) -> list[RuleOutput] | None:
         head = tuple(xp.ascontiguousarray((cols[q] if pick is None else cols[q][pick])
                                           if q >= 0 else xp.full(n, v, dtype=INDEX))
                      for q, v in plan.head)
-        rows = _as_rows(run.be, head, n) if plan.ordered and len(src.runs) == 1 else None
+        rows = (_as_rows(run.be, head, n, _head_spec(plan, run.spec))
+                if plan.ordered and len(src.runs) == 1 else None)
         out.append(RuleOutput(head, n, rows=rows))
     return out
 
 
-def _as_rows(be: Any, cols: tuple[Any, ...], n: int) -> RowSet | None:
-    """Sorted distinct columns as a row set, without sorting (None: ranked keys)."""
+_head_specs: dict[tuple[ScanPlan, K.KeySpec], K.KeySpec | None] = {}
+
+
+def _head_spec(plan: ScanPlan, spec: K.KeySpec | None) -> K.KeySpec | None:
+    """A key layout for the head rows of facts packed with ``spec``: each head column
+    taken from a fact keeps that column's field (its values lie in it), a constant gets a
+    one-bit field at its value; None when ``spec`` is None (cached)."""
+    if spec is None or len(plan.head) < 2:
+        return None
+    key = (plan, spec)
+    hit = _head_specs.get(key, False)
+    if hit is not False:
+        return hit
+    mins, maxs = [], []
+    for q, v in plan.head:
+        lo = spec.offsets[q] if q >= 0 else v
+        mins.append(lo)
+        maxs.append(lo + (1 << spec.widths[q]) - 1 if q >= 0 else v)
+    out = K.make_spec(mins, maxs)
+    if len(_head_specs) >= _LIMIT:
+        _head_specs.clear()
+    _head_specs[key] = out
+    return out
+
+
+def _as_rows(be: Any, cols: tuple[Any, ...], n: int, spec: K.KeySpec | None = None
+             ) -> RowSet | None:
+    """Sorted distinct columns as a row set, without sorting (None: ranked keys);
+    ``spec``: a layout known to hold them."""
     if len(cols) == 1:
         return RowSet(be, cols, cols[0], None, n)
     if not cols:
         return None
-    spec = K.make_spec(*K.column_ranges(be, cols), headroom=1)
     if spec is None:
-        return None
+        spec = K.make_spec(*K.column_ranges(be, cols), headroom=1)
+        if spec is None:
+            return None
     return RowSet(be, cols, K.pack(be, cols, spec), spec, n)
 
 

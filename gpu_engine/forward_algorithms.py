@@ -141,6 +141,8 @@ class Update:
                     st.bump(r, ep, self.ones(ep), False, +1)
         P, N = self.added(), self.removed()  # A \ D, D \ A
         for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
+            if not rules:
+                continue
             for r, (rows, cnt) in self.derive(rules, st.new, st.new, P, N).items():
                 cand[r].append(rows)  # lines 41-44
                 if counters:
@@ -156,6 +158,8 @@ class Update:
             for r, d in delta.items():
                 st.add(r, d)  # line 48
             self.stats.added += sum(len(d) for d in delta.values())
+            if _last_round(self, s):  # no recursive rule: the next round finds nothing
+                break
             cand = {r: [] for r in s.relations}
             heads = self.derive(s.recursive_rules, st.new, st.new,
                                 {r: RunSet.of(d) for r, d in delta.items()})
@@ -341,6 +345,8 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
             cand[r].append(em)
     P, N = u.removed(), u.added()  # D \ A, A \ D
     for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
+        if not rules:
+            continue
         for r, (rows, cnt) in u.derive(rules, st.old, st.old, P, N).items():  # 29-32
             st.bump(r, rows, cnt, rec, -1)
             cand[r].append(rows)
@@ -360,6 +366,12 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
                     delta[r] = d
         if not delta:
             break
+        if _last_round(u, s):  # no recursive rule: line 36 derives nothing
+            for r, d in delta.items():
+                st.overdelete(r, d)  # line 38
+                u.stats.overdeleted += len(d)
+            _in_time(u, s, rnd)  # (the next round's check)
+            break
         heads = u.derive(s.recursive_rules, st.mid, st.old_plus,
                          {r: RunSet.of(d) for r, d in delta.items()})  # line 36
         cand = {r: [] for r in s.relations}
@@ -369,6 +381,17 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
         for r, d in delta.items():
             st.overdelete(r, d)  # line 38
             u.stats.overdeleted += len(d)
+
+
+def _last_round(u: Update, s: Stratum) -> bool:
+    """Whether a round of a stratum without recursive rules that has just found its Δ
+    ends the loop: the next round's candidates come from recursive rules only, so it
+    would find none.  That round is counted (as its boundary would count it) and not
+    run; not taken when a boundary hook watches the rounds."""
+    if s.recursive_rules or u.boundary is not None or not touch.SHORTCUTS:
+        return False
+    u.stats.rounds += 1
+    return True
 
 
 def _explicit_only(u: Update, s: Stratum) -> None:

@@ -31,7 +31,8 @@ from .numba_cache import CACHE
 try:
     from numba import njit
 
-    from .small_path import _lower  # binary search: first position with a key >= k
+    # binary searches: the first position (in a range) with a key >= k
+    from .small_path import _lower, _lower_between
 
     AVAILABLE = True
 except ImportError:  # pragma: no cover - numba is a dependency
@@ -126,22 +127,9 @@ if AVAILABLE:
         nf = fence.shape[0]
         if nf == 0:
             return _lower(keys, m, key)
-        lo, hi = 0, nf
-        while lo < hi:  # the first block whose last key is >= key
-            mid = (lo + hi) >> 1
-            if fence[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        a = lo * FENCE_STEP
-        b = min(a + FENCE_STEP, m)
-        while a < b:
-            mid = (a + b) >> 1
-            if keys[mid] < key:
-                a = mid + 1
-            else:
-                b = mid
-        return a
+        # the first block whose last key is >= key, then the key's place in that block
+        a = _lower_between(fence, 0, nf, key) * FENCE_STEP
+        return _lower_between(keys, a, min(a + FENCE_STEP, m), key)
 
     @njit(cache=CACHE, nogil=True)
     def _isin(needles: np.ndarray, keys: np.ndarray, fence: np.ndarray) -> np.ndarray:

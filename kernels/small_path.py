@@ -167,8 +167,8 @@ if AVAILABLE:
         return key, True
 
     @njit(cache=CACHE, nogil=True, inline='always')
-    def _lower(keys, n, key):
-        lo, hi = 0, n
+    def _lower_between(keys, lo, hi, key):
+        """First position in ``[lo, hi)`` of sorted ``keys`` with a key >= ``key``."""
         while lo < hi:
             mid = (lo + hi) >> 1
             if keys[mid] < key:
@@ -176,6 +176,10 @@ if AVAILABLE:
             else:
                 hi = mid
         return lo
+
+    @njit(cache=CACHE, nogil=True, inline='always')
+    def _lower(keys, n, key):
+        return _lower_between(keys, 0, n, key)
 
     @njit(cache=CACHE, nogil=True, inline='always')
     def _range(A, IX, e, vals, k):

@@ -26,6 +26,13 @@ class JoinIndex:
     key_cols: tuple[Any, ...] | None = None  # ranked path: the sorted key columns
     _ends: Any = None
     _offsets: Any = False  # False: not computed yet; None: keys too sparse for CSR
+    _fence: Any = None  # every FENCE_STEP-th sorted key (kernels.cpu_small), on first use
+
+    def fence(self) -> Any:
+        """The sorted keys' fence for compiled searches (``kernels.cpu_small``)."""
+        if self._fence is None:
+            self._fence = small.fence_of(self.sorted_keys)
+        return self._fence
 
     def offsets(self, be: Backend) -> Any:
         """Direct-address (CSR) offsets when the packed keys are dense enough, else None."""

@@ -318,7 +318,8 @@ class RuleEvaluator:
         be = self.be
         if probe_cols and idx.spec is not None and small.use(be, n):
             pk = K.pack_probe(be, probe_cols, idx.spec)
-            a, b, done = small.probe_expand(pk, idx.sorted_keys, be.join_chunk_rows)
+            a, b, done = small.probe_expand(pk, idx.sorted_keys, be.join_chunk_rows,
+                                            idx.fence())
             if done:
                 if len(a):
                     be.charge(len(a), join=True)

@@ -249,7 +249,7 @@ if AVAILABLE:
         return out, pa, pb
 
     @njit(cache=CACHE, nogil=True)
-    def _probe_expand(pk: np.ndarray, keys: np.ndarray, budget: int
+    def _probe_expand(pk: np.ndarray, keys: np.ndarray, budget: int, fence: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, bool]:
         n, m = pk.shape[0], keys.shape[0]
         lo = np.empty(n, dtype=np.int64)
@@ -257,8 +257,13 @@ if AVAILABLE:
         total = 0
         for i in range(n):
             k = pk[i]
-            a = _lower(keys, m, k)
-            b, hi = a, m  # first position with a key > k
+            a = _lower_fenced(keys, m, fence, k)
+            # the first position with a key > k: galloping from a (a key's run of equal
+            # keys is short, and its end lies in the cache lines just read)
+            step = 1
+            while a + step < m and keys[a + step - 1] <= k:
+                step <<= 1
+            b, hi = a + (step >> 1), min(a + step, m)  # keys[b - 1] <= k (or b == a)
             while b < hi:
                 mid = (b + hi) >> 1
                 if keys[mid] <= k:
@@ -345,11 +350,13 @@ def flagged(col: Any, flag: Any, lo: int = 0) -> Any:
     return _flagged(col, flag, lo)
 
 
-def probe_expand(pk: Any, keys: Any, budget: int) -> tuple[Any, Any, bool]:
-    """The matches of packed probe keys ``pk`` in sorted ``keys``: (probe index, key
-    position) pairs in probe order, and True; when there are more than ``budget``, the
-    first matching positions and the match counts (``kernels.join.probe``) and False."""
-    return _probe_expand(pk, keys, budget)
+def probe_expand(pk: Any, keys: Any, budget: int, fence: Any = NO_FENCE
+                 ) -> tuple[Any, Any, bool]:
+    """The matches of packed probe keys ``pk`` in sorted ``keys`` (``fence``: theirs):
+    (probe index, key position) pairs in probe order, and True; when there are more than
+    ``budget``, the first matching positions and the match counts (``kernels.join.probe``)
+    and False."""
+    return _probe_expand(pk, keys, budget, fence)
 
 
 def fence_of(keys: Any) -> Any:

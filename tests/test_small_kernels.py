@@ -128,6 +128,18 @@ def test_fenced_searches_equal_the_array_operations(seed: int) -> None:
                                       [keys[0] - 5, keys[-1] + 5]]))
     assert (small.isin(queries, keys, fence) == np.isin(queries, keys)).all()
     assert (small.search(queries, keys, fence) == np.searchsorted(keys, queries)).all()
+    # a join probe into sorted keys with repeats (runs of up to 300 equal keys, across
+    # block edges): the first position and the count of each probe key, as NumPy finds
+    dup = np.sort(np.repeat(keys[: n // 8], rng.integers(1, 300, n // 8)))
+    probe = np.concatenate([dup[rng.integers(0, len(dup), 400)], [dup[0] - 1, dup[-1] + 1],
+                            dup[rng.integers(0, len(dup), 50)] + 1])
+    lo = np.searchsorted(dup, probe)
+    cnt = np.searchsorted(dup, probe, side="right") - lo
+    a, b, done = small.probe_expand(probe, dup, 0, small.fence_of(dup))
+    assert not done and (a == lo).all() and (b == cnt).all()
+    pi, pos, done = small.probe_expand(probe, dup, int(cnt.sum()), small.fence_of(dup))
+    assert done and (pi == np.repeat(np.arange(len(probe)), cnt)).all()
+    assert (dup[pos] == probe[pi]).all()
     # a packed binary relation of that size: membership and positions of its rows
     cols = (keys >> 21, keys & ((1 << 21) - 1))
     rs = RowSet.from_columns(be, cols, 2)

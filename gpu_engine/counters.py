@@ -67,11 +67,6 @@ def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
     return out
 
 
-def values(rs: RunSet, parts: tuple[Any, ...], rows: RowSet) -> Any:
-    """The counters of live rows of ``rs`` (aligned with ``rows``)."""
-    return gather(parts, locate(rs, rows), len(rows), rs.be)
-
-
 def gather(parts: tuple[Any, ...], located: list[tuple[int, Any, Any]], n: int,
            be: Backend) -> Any:
     """The counters at the places :func:`locate` found for ``n`` rows."""

@@ -68,7 +68,7 @@ class _Relations(dict):
     """The :class:`RelState` of each relation, made on first use: an update pays for
     the relations it reads, not for every relation of the program."""
 
-    def __init__(self, be: Backend, store: dict[str, RunSet]) -> None:
+    def __init__(self, store: dict[str, RunSet]) -> None:
         super().__init__()
         self.store = store
         self.empty: dict[int, RunSet] = {}  # one per arity, shared (run sets are immutable)
@@ -94,7 +94,7 @@ class UpdateState:
         self.level = level
         self.counters = counters
         self.store = store  # the old materialisation, I per relation
-        self.rel: dict[str, RelState] = _Relations(be, store)  # (made on first use)
+        self.rel: dict[str, RelState] = _Relations(store)  # (made on first use)
         self.touched: set[str] = set()  # relations whose D or A is not empty
         # D \ A and A \ I of the relations where they are not empty (kept in step by
         # note_change: the algorithms ask for them per stratum)
@@ -144,7 +144,7 @@ class UpdateState:
             self.touched.add(name)
             s.D = s.D.append(delta)
             s.gone = s.gone.append(delta)
-            self.gone_of[name] = s.gone
+            self.note_change(name)
 
     def not_in_new(self, name: str, rows: RowSet) -> RowSet:
         """``rows \\ ((I \\ D) ∪ A)``."""

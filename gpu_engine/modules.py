@@ -359,7 +359,7 @@ class TCModule:
         be = ev.be
         if not len(delta):
             return RowSet.empty(be, 2)
-        self.X = RunSet.of(self.X.compact().minus(delta))  # line 49
+        self._drop(delta)  # line 49
         d = RunSet.of(delta)
         S = RunSet.of(delta)  # run sets: "∉ S" costs O(|Q| log |S|), not O(|S|)
         J: list[RowSet] = []
@@ -389,18 +389,24 @@ class TCModule:
         to be the surviving R facts, and Algorithm 5 line 49 removes only the Δ it was
         given (not the facts the module overdeleted itself, which X_R may hold when
         another module also derived them).  This is our reading; see docs."""
-        if len(gone) and len(self.X):
-            self.X = RunSet.of(self.X.compact().minus(gone.compact()))
+        if len(gone):
+            self._drop(gone.compact())
+
+    def _drop(self, rows: RowSet) -> None:
+        """X_R := X_R \\ rows, as a tombstone set of the rows of X_R among them: no pass
+        over X_R until the tombstones are worth a rewrite (:meth:`RunSet.without`)."""
+        if len(rows) and len(self.X):
+            x = self.X.without(rows.select(self.X.has(rows)))
+            self.X = x.compacted() if x.worth_compacting() else x
 
     def rederive(self, ev: RuleEvaluator, delta: RowSet) -> RowSet:
         """Algorithm 6: R(u, w) for the sources u of Δ and every w reachable from u along
         X_R, intersected with Δ."""
-        be, xp = ev.be, ev.be.xp
+        be = ev.be
         if not len(delta) or not len(self.X):
             return RowSet.empty(be, 2)
         src = unique_keys(be, delta.cols[0])
-        x = self.X.compact()
-        frontier = x.select(xp.isin(x.cols[0], src))  # one X_R edge from a source
+        frontier = self.X.rows_with((0,), src)  # one X_R edge from a source
         seen = RunSet.of(frontier)
         while len(frontier):
             fs = RunSet.of(frontier)

@@ -42,7 +42,7 @@ class Counters:
 
 
 def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
-    """Where live rows of ``rs`` lie: (run index, indexes into ``rows``, positions in the
+    """Where rows of ``rs``'s runs lie: (run index, indexes into ``rows``, positions in the
     run) for every run holding some of them."""
     xp = rs.be.xp
     out = []
@@ -76,22 +76,10 @@ def gather(parts: tuple[Any, ...], located: list[tuple[int, Any, Any]], n: int,
     return out
 
 
-def narrowed(located: list[tuple[int, Any, Any]], keep: Any, be: Backend
-             ) -> list[tuple[int, Any, Any]]:
-    """:func:`locate`'s answer for the rows ``keep`` selects (a mask over the rows)."""
-    xp = be.xp
-    rank = xp.cumsum(keep, dtype=INDEX) - 1  # index of each kept row among the kept
-    out = []
-    for i, idx, pos in located:
-        m = keep[idx]
-        out.append((i, rank[idx[m]], pos[m]))
-    return out
-
-
 def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any,
            located: list[tuple[int, Any, Any]] | None = None) -> tuple[Any, ...]:
-    """``parts += deltas`` at the positions of ``rows`` (live rows of ``rs``; ``located``:
-    where they lie, when known), in place (an array that is not writeable, e.g. mapped
+    """``parts += deltas`` at the positions of ``rows`` (rows of ``rs``'s runs, live or
+    under a tombstone; ``located``: where they lie, when known), in place (an array that is not writeable, e.g. mapped
     from a store, is copied first)."""
     out = list(parts)
     for i, idx, pos in located if located is not None else locate(rs, rows):

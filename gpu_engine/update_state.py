@@ -283,15 +283,12 @@ class UpdateState:
                 # (counters of tombstoned rows that come back are overwritten in place:
                 # meaningless entries of the old state)
                 rs, cc = C.append_counted(rs, c, fresh, nr, r)
-            for recursive, (orows, inc) in s.overlay.items():  # facts of I \ D: in place
-                # (overlay rows are facts of I: live unless gone, a small set to test)
-                live = ~s.gone.has(orows) if len(s.gone) else None
-                loc = _located(s, orows, rs)
-                if live is not None and not bool(live.all()):
-                    orows, inc = orows.select(live), inc[live]
-                    loc = None if loc is None else C.narrowed(loc, live, self.be)
+            for recursive, (orows, inc) in s.overlay.items():  # facts of I: in place
+                # (rows of D \ A among them stay in their runs under a tombstone, where
+                # their counters are meaningless until they come back and are overwritten:
+                # they are updated with the others rather than sifted out)
                 if len(orows):
-                    in_place.append((name, recursive, orows, inc, loc))
+                    in_place.append((name, recursive, orows, inc, _located(s, orows, rs)))
             store[name] = rs
             counters[name] = cc
         for name, recursive, rows, inc, loc in in_place:  # the last step: nothing fails after it

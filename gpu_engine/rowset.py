@@ -488,15 +488,30 @@ class RowSet:
             f = self._indexes["fence"] = small.fence_of(self.keys)
         return f
 
+    def rank_bitmap(self) -> Any | None:
+        """A large run of one column's rank bitmap (``kernels.cpu_small``: a bit per id
+        and each word's first rank; cached), or None: a small or sparse run, negative
+        values, the GPU, or the compiled kernels off."""
+        got = self._indexes.get("rank")
+        if got is None:
+            got = small.rank_bitmap(self.keys) if (
+                self.arity == 1 and self.n >= small.FENCE_MIN and small.on(self.be)) else None
+            self._indexes["rank"] = False if got is None else got
+        return None if got is False else got
+
     def _search(self, queries: Any) -> Any:
         """Positions of ``queries`` (keys of rows of this set) in :attr:`keys`."""
         if small.use(self.be, len(queries)):  # (a compiled loop: a small run, too)
+            if self.arity == 1 and (rank := self.rank_bitmap()) is not None:
+                return small.rank_search(queries, rank, self.n)
             return small.search(queries, self.keys, self._fence())
         return S.search(self.be, self.keys, queries)
 
     def _isin(self, queries: Any, queries_sorted: bool = False) -> Any:
         """Mask: which ``queries`` occur in :attr:`keys`."""
         if len(queries) and small.use(self.be, len(queries)):
+            if self.arity == 1 and (rank := self.rank_bitmap()) is not None:
+                return small.rank_isin(queries, rank)
             return small.isin(queries, self.keys, self._fence())
         return S.isin_sorted(self.be, queries, self.keys, queries_sorted)
 

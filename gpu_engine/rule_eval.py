@@ -274,9 +274,25 @@ class RuleEvaluator:
         keep_old, keep_new = step.keep_old, step.keep_new
         view_excl = src.exclude if isinstance(src, View) else ()
         parts = src.parts if isinstance(src, View) else ((r, ()) for r in src.runs)
+        # a few rows probing a bound atom of one column (class membership, in ontology
+        # programs): a semi-join through the run's rank bitmap, one word read per row
+        member = (key_pos == (0,) and not keep_new and not consts and not equal
+                  and src.arity == 1 and small.use(be, b.n))
         for run, dead in parts:  # live rows of the runs are disjoint: outputs add up
             excluded = (*view_excl, *(RunSet.of(d) for d in dead)) if (view_excl or dead) \
                 else ()
+            if member and (rank := run.rank_bitmap()) is not None:
+                pi = small.rank_members(probe_cols[0], rank)
+                if excluded and len(pi):
+                    facts = (probe_cols[0][pi],)
+                    keep = be.xp.ones(len(pi), dtype=bool)
+                    for ex in excluded:
+                        keep &= ~ex.contains(facts, len(pi))
+                    pi = pi[keep]
+                if len(pi):
+                    be.charge(len(pi), join=True)
+                    yield Bindings({v: b.cols[v][pi] for v in keep_old}, len(pi))
+                continue
             idx = run.index_for(key_pos, consts, equal, probe_cols, b.n)
             if not excluded and self._fused(idx, probe_cols, b.n):
                 # the matched rows' columns in one pass per chunk (J.gather_chunks): no

@@ -47,6 +47,12 @@ MAX_ROWS = 4096  # inputs up to this many rows take the compiled loop
 FENCE_STEP = 64
 FENCE_MIN = 1 << 15  # runs of at least this many keys get a fence
 NO_FENCE = np.zeros(0, dtype=np.int64)
+# A large run of one column of ids is searched through a rank bitmap instead: one bit per
+# id up to its largest (64-bit words) and the rank of each word's first id, about four
+# bytes a row when the ids are dense enough (its largest id below RANK_DENSITY times its
+# size).  Membership reads one word, a position one word and its rank, where a search
+# through the fence reads a dozen places (450 ids into 555 K: 104 -> 8 µs).
+RANK_DENSITY = 16
 FLAG_BLOCK = 1024  # flagged: rows counted per block (only blocks with a hit are reread)
 ENABLE_FACTS = 1 << 21  # an update of a materialisation this large turns them on ...
 ENABLE_UPDATES = 8  # ... and so does the process's eighth update
@@ -89,6 +95,11 @@ def _warm() -> None:
             contains_packed(cols, spec, keys)
     isin(keys, keys)
     search(keys, keys)
+    bitmap = rank_bitmap(keys)
+    assert bitmap is not None
+    rank_search(keys, bitmap, len(keys))
+    rank_isin(keys, bitmap)
+    rank_members(keys, bitmap)
     unique(keys)
     unique(keys, True)
     merge(keys, keys)
@@ -147,6 +158,72 @@ if AVAILABLE:
         for i in range(n):
             out[i] = _lower_fenced(keys, m, fence, queries[i])
         return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _rank_bitmap(keys: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        n = keys.shape[0]
+        if n == 0 or keys[0] < 0 or keys[n - 1] >= limit:
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), False
+        nw = (keys[n - 1] >> 6) + 1
+        words = np.zeros(nw, dtype=np.uint64)
+        first = np.empty(nw, dtype=np.int64)  # the rank of word w's first id
+        w = 0
+        for i in range(n):
+            k = keys[i]
+            kw = k >> 6
+            while w <= kw:
+                first[w] = i
+                w += 1
+            words[kw] |= np.uint64(1) << np.uint64(k & 63)
+        return words, first, True
+
+    @njit(cache=CACHE, nogil=True, inline='always')
+    def _popcount(x: np.uint64) -> int:
+        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+        x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
+                                                   & np.uint64(0x3333333333333333))
+        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+        return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+    @njit(cache=CACHE, nogil=True)
+    def _rank_search(queries: np.ndarray, words: np.ndarray, first: np.ndarray, n: int
+                     ) -> np.ndarray:
+        nw = words.shape[0]
+        out = np.empty(queries.shape[0], dtype=np.int64)
+        for i in range(queries.shape[0]):
+            q = queries[i]
+            if q <= 0:
+                out[i] = 0
+            elif (q >> 6) >= nw:
+                out[i] = n
+            else:
+                b = np.uint64(q & 63)
+                below = words[q >> 6] & ((np.uint64(1) << b) - np.uint64(1))
+                out[i] = first[q >> 6] + _popcount(below)
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _rank_isin(queries: np.ndarray, words: np.ndarray) -> np.ndarray:
+        nw = words.shape[0]
+        out = np.zeros(queries.shape[0], dtype=np.bool_)
+        for i in range(queries.shape[0]):
+            q = queries[i]
+            if q >= 0 and (q >> 6) < nw:
+                out[i] = (words[q >> 6] >> np.uint64(q & 63)) & np.uint64(1) != 0
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _rank_members(queries: np.ndarray, words: np.ndarray) -> np.ndarray:
+        nw = words.shape[0]
+        out = np.empty(queries.shape[0], dtype=np.int64)
+        m = 0
+        for i in range(queries.shape[0]):
+            q = queries[i]
+            if q >= 0 and (q >> 6) < nw and \
+                    (words[q >> 6] >> np.uint64(q & 63)) & np.uint64(1) != 0:
+                out[m] = i
+                m += 1
+        return out[:m].copy()
 
     @njit(cache=CACHE, nogil=True)
     def _contains_packed(cols: Any, offsets: Any, widths: Any, shifts: Any,
@@ -374,6 +451,28 @@ def isin(needles: Any, keys: Any, fence: Any = NO_FENCE) -> Any:
 def search(queries: Any, keys: Any, fence: Any = NO_FENCE) -> Any:
     """``searchsorted(keys, queries)`` (left), through ``keys``' ``fence``."""
     return _search(queries, keys, fence)
+
+
+def rank_bitmap(keys: Any) -> tuple[Any, Any] | None:
+    """The rank bitmap of sorted, distinct ids ``keys`` (module docstring: the words
+    and each word's first rank), or None when they are negative or too sparse."""
+    words, first, ok = _rank_bitmap(keys, RANK_DENSITY * len(keys))
+    return (words, first) if ok else None
+
+
+def rank_search(queries: Any, bitmap: tuple[Any, Any], n: int) -> Any:
+    """``searchsorted(keys, queries)`` (left) for the ``n`` keys of ``bitmap``."""
+    return _rank_search(queries, bitmap[0], bitmap[1], n)
+
+
+def rank_isin(queries: Any, bitmap: tuple[Any, Any]) -> Any:
+    """Mask: which ``queries`` are keys of ``bitmap``."""
+    return _rank_isin(queries, bitmap[0])
+
+
+def rank_members(queries: Any, bitmap: tuple[Any, Any]) -> Any:
+    """The indexes (ascending) of the ``queries`` that are keys of ``bitmap``."""
+    return _rank_members(queries, bitmap[0])
 
 
 def contains_packed(cols: tuple[Any, ...], spec: Any, keys: Any, fence: Any = NO_FENCE) -> Any:

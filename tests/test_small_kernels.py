@@ -150,6 +150,58 @@ def test_fenced_searches_equal_the_array_operations(seed: int) -> None:
     _same(*both(lambda: rs.positions((cols[0][:300], cols[1][:300]))))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_rank_bitmaps_equal_the_array_operations(seed: int, kernels_on) -> None:
+    """A large run of one column is searched through its rank bitmap: positions and
+    membership as NumPy gives them, at word edges, between ids, below the first and past
+    the last; none for negative or sparse ids; a semi-join of a rule through it, with
+    tombstones, equals the one through the fence."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(seed)
+    n = small.FENCE_MIN + int(rng.integers(1, 100))
+    top = n * int(rng.integers(1, small.RANK_DENSITY))
+    keys = np.unique(np.concatenate([rng.integers(0, top, 2 * n), [0, 63, 64, 127]]))
+    keys = keys[:n].astype(np.int64)
+    bitmap = small.rank_bitmap(keys)
+    assert bitmap is not None
+    queries = np.concatenate([keys[rng.integers(0, len(keys), 300)], [-3, -1, 0, 1, 62, 63,
+                              64, 65, 127, 128, keys[-1], keys[-1] + 1, keys[-1] + 64,
+                              1 << 40]]).astype(np.int64)
+    queries = np.concatenate([queries, rng.integers(0, keys[-1] + 2, 300)])
+    _same(small.rank_search(queries, bitmap, len(keys)), np.searchsorted(keys, queries))
+    _same(small.rank_isin(queries, bitmap), np.isin(queries, keys))
+    _same(small.rank_members(queries, bitmap), np.flatnonzero(np.isin(queries, keys)))
+    assert small.rank_bitmap(np.array([-1, 5], dtype=np.int64)) is None
+    assert small.rank_bitmap(np.array([3, 32], dtype=np.int64)) is None  # too sparse
+    assert small.rank_bitmap(np.array([3, 31], dtype=np.int64)) is not None
+    rs = RowSet.from_columns(be, (keys,), 1)
+    present = keys[np.sort(rng.choice(len(keys), 200, replace=False))]
+    _same(*both(lambda: rs.positions((present,))))
+    _same(*both(lambda: rs.contains((queries,))))
+    assert rs.rank_bitmap() is not None
+    # H(X, Y) :- E(X, Y), C(Y). with C large: the few E rows probe C through its bitmap
+    from gpu_engine import Reasoner
+
+    r = Reasoner(".decl E(x: number, y: number)\n.decl C(x: number)\n"
+                 ".decl H(x: number, y: number)\n.output H\nH(x, y) :- E(x, y), C(y).",
+                 device="cpu")
+    edges = np.stack([rng.integers(0, 50, 400), queries[:400] % (keys[-1] + 5)], axis=1)
+    r.add_facts("E", np.abs(edges))
+    r.add_facts("C", keys[:, None])
+    r.materialise()
+    gone = keys[rng.choice(len(keys), 50, replace=False)]
+    r.update(delete={"C": gone[:, None]}, algorithm="dredc")
+    r.update(insert={"E": np.array([[7, int(gone[0])], [8, int(keys[5])]])},
+             algorithm="dredc")
+    e = np.unique(np.vstack([np.abs(edges), [[7, int(gone[0])], [8, int(keys[5])]]]), axis=0)
+    live = np.setdiff1d(keys, gone)
+    want = {tuple(x) for x in e[np.isin(e[:, 1], live)].tolist()}
+    h = r.relation("H")
+    assert set(zip(h.column(0).to_pylist(), h.column(1).to_pylist())) == want
+    c = r.engine.store["C"]
+    assert c.dead and c.runs[0]._indexes.get("rank")  # the probes went through the bitmap
+
+
 def test_value_bits_equal_packbits(kernels_on) -> None:
     be = get_backend("cpu")
     rng = np.random.default_rng(7)
@@ -250,6 +302,8 @@ def test_programs_with_small_kernels(program, data, kernels_on, monkeypatch) -> 
         reject()
     note(describe(program))
     monkeypatch.setitem(os.environ, "GPU_ENGINE_HOST_UPDATES", "0")
+    if data.draw(st.booleans(), label="fences and rank bitmaps on small runs"):
+        monkeypatch.setattr(small, "FENCE_MIN", 2)
     check_updates(_reasoner(program), program, data, ["dredc", "dred", "bfc", "bf", "remat"])
 
 

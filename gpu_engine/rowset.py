@@ -488,21 +488,31 @@ class RowSet:
             f = self._indexes["fence"] = small.fence_of(self.keys)
         return f
 
-    def rank_bitmap(self) -> Any | None:
+    def rank_bitmap(self, queries: int) -> Any | None:
         """A large run of one column's rank bitmap (``kernels.cpu_small``: a bit per id
-        and each word's first rank; cached), or None: a small or sparse run, negative
-        values, the GPU, or the compiled kernels off."""
+        and each word's first rank; cached), for ``queries`` look-ups; None: a small or
+        sparse run, negative values, the GPU, the compiled kernels off, or a run that has
+        not yet served enough look-ups for the bitmap to pay (a pass over the run, about
+        what :data:`RANK_RENT` rows' worth of searches through the fence save): a run made
+        by a round of a materialisation and probed once is searched, a committed run
+        that small updates probe again and again gets its bitmap (ski rental)."""
         got = self._indexes.get("rank")
         if got is None:
-            got = small.rank_bitmap(self.keys) if (
-                self.arity == 1 and self.n >= small.FENCE_MIN and small.on(self.be)) else None
+            if not (self.arity == 1 and self.n >= small.FENCE_MIN and small.on(self.be)):
+                self._indexes["rank"] = False
+                return None
+            asked = self._indexes.get("rank_asked", 0) + queries
+            if asked * RANK_RENT < self.n:
+                self._indexes["rank_asked"] = asked
+                return None
+            got = small.rank_bitmap(self.keys)
             self._indexes["rank"] = False if got is None else got
         return None if got is False else got
 
     def _search(self, queries: Any) -> Any:
         """Positions of ``queries`` (keys of rows of this set) in :attr:`keys`."""
         if small.use(self.be, len(queries)):  # (a compiled loop: a small run, too)
-            if self.arity == 1 and (rank := self.rank_bitmap()) is not None:
+            if self.arity == 1 and (rank := self.rank_bitmap(len(queries))) is not None:
                 return small.rank_search(queries, rank, self.n)
             return small.search(queries, self.keys, self._fence())
         return S.search(self.be, self.keys, queries)
@@ -510,7 +520,7 @@ class RowSet:
     def _isin(self, queries: Any, queries_sorted: bool = False) -> Any:
         """Mask: which ``queries`` occur in :attr:`keys`."""
         if len(queries) and small.use(self.be, len(queries)):
-            if self.arity == 1 and (rank := self.rank_bitmap()) is not None:
+            if self.arity == 1 and (rank := self.rank_bitmap(len(queries))) is not None:
                 return small.rank_isin(queries, rank)
             return small.isin(queries, self.keys, self._fence())
         return S.isin_sorted(self.be, queries, self.keys, queries_sorted)
@@ -644,6 +654,7 @@ SCAN_PROBES = 64  # index_for: at most this many probe rows ...
 SCAN_ROWS = 1 << 16  # ... into a run of at least this many rows scan its column ...
 SCAN_BUDGET = 8  # ... until the scans have read the run this many times
 
+RANK_RENT = 64  # a run's rank bitmap is built once it has served a 64th of its size in look-ups
 BITS_ROWS = 4096  # runs from this size keep a bitset per column looked up by few values
 BITS_VALUES = 64  # ... when at most this many values are looked for
 

@@ -281,7 +281,7 @@ class RuleEvaluator:
         for run, dead in parts:  # live rows of the runs are disjoint: outputs add up
             excluded = (*view_excl, *(RunSet.of(d) for d in dead)) if (view_excl or dead) \
                 else ()
-            if member and (rank := run.rank_bitmap()) is not None:
+            if member and (rank := run.rank_bitmap(b.n)) is not None:
                 pi = small.rank_members(probe_cols[0], rank)
                 if excluded and len(pi):
                     facts = (probe_cols[0][pi],)

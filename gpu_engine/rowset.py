@@ -430,7 +430,11 @@ class RowSet:
         vals = self._indexes.get(key)
         if vals is None:
             vals = S.unique_keys(self.be, self.cols[pos])
+            if len(vals) <= VALUE_SET:  # a delta is asked once per atom reading it
+                vals = frozenset(self.be.to_host(vals).tolist())
             self._indexes[key] = vals
+        if isinstance(vals, frozenset):
+            return value in vals
         if len(vals) == 0:
             return False
         at = int(self.be.xp.searchsorted(vals, value))
@@ -654,6 +658,7 @@ SCAN_PROBES = 64  # index_for: at most this many probe rows ...
 SCAN_ROWS = 1 << 16  # ... into a run of at least this many rows scan its column ...
 SCAN_BUDGET = 8  # ... until the scans have read the run this many times
 
+VALUE_SET = 1 << 12  # has_value keeps up to this many distinct values as a Python set
 RANK_RENT = 64  # a run's rank bitmap is built once it has served a 64th of its size in look-ups
 BITS_ROWS = 4096  # runs from this size keep a bitset per column looked up by few values
 BITS_VALUES = 64  # ... when at most this many values are looked for

@@ -348,7 +348,7 @@ class TCModule:
         q = _union(delta, first)
         while len(q):  # lines 44-47 (mirrored): extend Q on the right by X_R edges
             qs = RunSet.of(q)
-            ext = compose(ev, qs, self.X, delta=qs)
+            ext = compose(ev, qs, self._joined(len(q)), delta=qs)
             self.derivations += len(ext)
             q = J.new_rows(ext.select(~view_has(Ip, ext)))
             J = J.append(q)
@@ -375,8 +375,8 @@ class TCModule:
             first = False
             if not len(q):
                 break
-            qs = RunSet.of(q)
-            ext = compose(ev, qs, self.X, delta=qs)  # lines 53-57 (mirrored): Q(u,v), X_R(v,w)
+            qs = RunSet.of(q)  # lines 53-57 (mirrored): Q(u,v), X_R(v,w)
+            ext = compose(ev, qs, self._joined(len(q)), delta=qs)
         return union_rows(be, 2, J)  # disjoint from Δ ⊆ S: line 58's J \ Δ
 
     def include(self, rows: RowSet) -> None:
@@ -399,6 +399,15 @@ class TCModule:
             x = self.X.without(rows.select(self.X.has(rows)))
             self.X = x.compacted() if x.worth_compacting() else x
 
+    def _joined(self, n: int) -> RunSet:
+        """X_R for a join with ``n`` frontier rows: rewritten without its tombstones first
+        when they would be tested against the join's rows and the frontier is at least an
+        eighth of X_R (a rewrite then costs no more than the join reads), so a small
+        update keeps X_R as it is and a large one joins a plain run."""
+        if self.X.dead and 8 * n >= len(self.X):
+            self.X = self.X.compacted()
+        return self.X
+
     def rederive(self, ev: RuleEvaluator, delta: RowSet) -> RowSet:
         """Algorithm 6: R(u, w) for the sources u of Δ and every w reachable from u along
         X_R, intersected with Δ."""
@@ -410,7 +419,7 @@ class TCModule:
         seen = RunSet.of(frontier)
         while len(frontier):
             fs = RunSet.of(frontier)
-            ext = compose(ev, fs, self.X, delta=fs)  # one more edge on the right
+            ext = compose(ev, fs, self._joined(len(frontier)), delta=fs)  # one edge more
             self.derivations += len(ext)
             frontier = seen.new_rows(ext)
             seen = seen.append(frontier)

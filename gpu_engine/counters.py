@@ -79,8 +79,8 @@ def gather(parts: tuple[Any, ...], located: list[tuple[int, Any, Any]], n: int,
 def add_at(rs: RunSet, parts: tuple[Any, ...], rows: RowSet, deltas: Any,
            located: list[tuple[int, Any, Any]] | None = None) -> tuple[Any, ...]:
     """``parts += deltas`` at the positions of ``rows`` (rows of ``rs``'s runs, live or
-    under a tombstone; ``located``: where they lie, when known), in place (an array that is not writeable, e.g. mapped
-    from a store, is copied first)."""
+    under a tombstone; ``located``: where they lie, when known), in place (an array that
+    is not writeable, e.g. mapped from a store, is copied first)."""
     out = list(parts)
     for i, idx, pos in located if located is not None else locate(rs, rows):
         out[i] = _writeable(out[i])

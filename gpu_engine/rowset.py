@@ -496,9 +496,9 @@ class RowSet:
         """A large run of one column's rank bitmap (``kernels.cpu_small``: a bit per id
         and each word's first rank; cached), for ``queries`` look-ups; None: a small or
         sparse run, negative values, the GPU, the compiled kernels off, or a run that has
-        not yet served enough look-ups for the bitmap to pay (a pass over the run, about
-        what :data:`RANK_RENT` rows' worth of searches through the fence save): a run made
-        by a round of a materialisation and probed once is searched, a committed run
+        not yet served a :data:`RANK_RENT`-th of its size in look-ups (building the bitmap
+        reads the run once, about what that many searches through the fence cost): a run
+        made by a round of a materialisation and probed once is searched, a committed run
         that small updates probe again and again gets its bitmap (ski rental)."""
         got = self._indexes.get("rank")
         if got is None:

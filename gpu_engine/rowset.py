@@ -494,15 +494,16 @@ class RowSet:
 
     def rank_bitmap(self, queries: int) -> Any | None:
         """A large run of one column's rank bitmap (``kernels.cpu_small``: a bit per id
-        and each word's first rank; cached), for ``queries`` look-ups; None: a small or
-        sparse run, negative values, the GPU, the compiled kernels off, or a run that has
-        not yet served a :data:`RANK_RENT`-th of its size in look-ups (building the bitmap
-        reads the run once, about what that many searches through the fence cost): a run
-        made by a round of a materialisation and probed once is searched, a committed run
-        that small updates probe again and again gets its bitmap (ski rental)."""
+        and each word's first rank; cached), for ``queries`` look-ups by a caller that
+        takes the compiled kernels; None: a small or sparse run, negative values, or a
+        run that has not yet served a :data:`RANK_RENT`-th of its size in look-ups
+        (building the bitmap reads the run once, about what that many searches through
+        the fence cost): a run made by a round of a materialisation and probed once is
+        searched, a committed run that small updates probe again and again gets its
+        bitmap (ski rental)."""
         got = self._indexes.get("rank")
         if got is None:
-            if not (self.arity == 1 and self.n >= small.FENCE_MIN and small.on(self.be)):
+            if not (self.arity == 1 and self.n >= small.FENCE_MIN):
                 self._indexes["rank"] = False
                 return None
             asked = self._indexes.get("rank_asked", 0) + queries

@@ -284,11 +284,7 @@ class RuleEvaluator:
             if member and (rank := run.rank_bitmap(b.n)) is not None:
                 pi = small.rank_members(probe_cols[0], rank)
                 if excluded and len(pi):
-                    facts = (probe_cols[0][pi],)
-                    keep = be.xp.ones(len(pi), dtype=bool)
-                    for ex in excluded:
-                        keep &= ~ex.contains(facts, len(pi))
-                    pi = pi[keep]
+                    pi = pi[_visible(be, excluded, (probe_cols[0][pi],), len(pi))]
                 if len(pi):
                     be.charge(len(pi), join=True)
                     yield Bindings({v: b.cols[v][pi] for v in keep_old}, len(pi))
@@ -308,10 +304,7 @@ class RuleEvaluator:
             for pi, bpos in self._matches(idx, probe_cols, b.n):
                 rows = idx.rows[bpos]
                 if excluded:  # a view: drop matches with facts it hides
-                    facts = tuple(c[rows] for c in run.cols)
-                    keep = be.xp.ones(len(rows), dtype=bool)
-                    for ex in excluded:
-                        keep &= ~ex.contains(facts, len(rows))
+                    keep = _visible(be, excluded, tuple(c[rows] for c in run.cols), len(rows))
                     pi, rows = pi[keep], rows[keep]
                 cols = {v: b.cols[v][pi] for v in keep_old}
                 for v, p in keep_new:
@@ -478,6 +471,14 @@ def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tup
 
 
 Source = Union[RunSet, View]  # noqa: UP007
+
+
+def _visible(be: Backend, excluded: tuple[Any, ...], facts: tuple[Any, ...], n: int) -> Any:
+    """Mask over ``n`` matched facts (columns ``facts``): those no excluded set hides."""
+    keep = be.xp.ones(n, dtype=bool)
+    for ex in excluded:
+        keep &= ~ex.contains(facts, n)
+    return keep
 FUSED_MIN_ROWS = 2  # probe rows from which a join gathers its columns in one pass
 NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 

@@ -213,19 +213,6 @@ if AVAILABLE:
         return out
 
     @njit(cache=CACHE, nogil=True)
-    def _rank_members(queries: np.ndarray, words: np.ndarray) -> np.ndarray:
-        nw = words.shape[0]
-        out = np.empty(queries.shape[0], dtype=np.int64)
-        m = 0
-        for i in range(queries.shape[0]):
-            q = queries[i]
-            if q >= 0 and (q >> 6) < nw and \
-                    (words[q >> 6] >> np.uint64(q & 63)) & np.uint64(1) != 0:
-                out[m] = i
-                m += 1
-        return out[:m].copy()
-
-    @njit(cache=CACHE, nogil=True)
     def _contains_packed(cols: Any, offsets: Any, widths: Any, shifts: Any,
                          keys: np.ndarray, fence: np.ndarray) -> np.ndarray:
         n, m = cols[0].shape[0], keys.shape[0]
@@ -472,7 +459,7 @@ def rank_isin(queries: Any, bitmap: tuple[Any, Any]) -> Any:
 
 def rank_members(queries: Any, bitmap: tuple[Any, Any]) -> Any:
     """The indexes (ascending) of the ``queries`` that are keys of ``bitmap``."""
-    return _rank_members(queries, bitmap[0])
+    return np.flatnonzero(_rank_isin(queries, bitmap[0]))
 
 
 def contains_packed(cols: tuple[Any, ...], spec: Any, keys: Any, fence: Any = NO_FENCE) -> Any:

@@ -46,9 +46,11 @@ def locate(rs: RunSet, rows: RowSet) -> list[tuple[int, Any, Any]]:
     run) for every run holding some of them."""
     xp = rs.be.xp
     out = []
+    if len(rows) == 0:
+        return out
     if rs.arity == 0:
         return [(0, xp.zeros(len(rows), dtype=INDEX), xp.zeros(len(rows), dtype=INDEX))] \
-            if len(rows) and rs.runs else []
+            if rs.runs else []
     left = None
     for i, run in enumerate(rs.runs):
         if len(rs.runs) == 1:

@@ -388,7 +388,7 @@ class RowSet:
         n = len(cols[0]) if cols else 0
         if self.arity == 0:
             return xp.full(n, bool(self.n), dtype=bool)
-        if self.n == 0:
+        if self.n == 0 or n == 0:
             return xp.zeros(n, dtype=bool)
         if self.arity == 1:
             return self._isin(cols[0], rows_sorted)
@@ -457,7 +457,7 @@ class RowSet:
         """Row positions of the given rows, all of which must be in this set."""
         xp = self.be.xp
         n = len(cols[0]) if cols else (1 if self.n else 0)
-        if self.arity == 0:
+        if self.arity == 0 or n == 0:  # (no rows: no joint layout, no pass over this set)
             return xp.zeros(n, dtype=INDEX)
         if self.arity == 1:
             return self._search(cols[0])

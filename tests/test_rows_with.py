@@ -181,3 +181,30 @@ def test_rows_with_skips_runs_by_bitset(device, monkeypatch):
             got = rs.rows_with(pos, vals, 45)
             live = seen - set(gone)
             assert _set(be, got) == {x for x in live if any(x[p] in values for p in pos)}
+
+
+@pytest.mark.parametrize("device", PARAMS)
+def test_no_rows_to_find_reads_nothing_of_the_set(device, monkeypatch):
+    """Positions, membership and counter look-ups of no rows are empty at once: before,
+    an empty query whose (0, 0) ranges lay outside the set's key layout packed the whole
+    set into a joint layout (a pass over a relation for each empty frontier of the TC
+    module's overdeletion)."""
+    from gpu_engine.kernels import keys as K
+
+    from gpu_engine import counters
+
+    be = get_backend(device)
+    xp = be.xp
+    big = RowSet.from_columns(be, (xp.arange(100, 200, dtype=np.int64),
+                                   xp.arange(300, 400, dtype=np.int64)), 2)
+    none = RowSet.empty(be, 2)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("packed the whole set for no rows")
+
+    monkeypatch.setattr(K, "joint_keys", boom)
+    monkeypatch.setattr(K, "pack", boom)
+    assert len(big.positions(none.cols)) == 0
+    assert len(big.positions_of(none)) == 0
+    assert len(big.contains(none.cols)) == 0
+    assert counters.locate(RunSet.of(big), none) == []

@@ -93,6 +93,8 @@ def _warm() -> None:
             pack(cols, spec)
             pack_probe(cols, spec)
             contains_packed(cols, spec, keys)
+            unpack(keys, spec)
+            repack_probe(keys, spec, spec)
     isin(keys, keys)
     search(keys, keys)
     bitmap = rank_bitmap(keys)
@@ -276,6 +278,30 @@ if AVAILABLE:
             k = 0
             for j in range(len(cols)):
                 k |= (cols[j][i] - offsets[j]) << shifts[j]
+            out[i] = k
+        return out
+
+    @njit(cache=CACHE, nogil=True)
+    def _unpack(keys: np.ndarray, offsets: Any, widths: Any, shifts: Any, outs: Any) -> None:
+        for i in range(keys.shape[0]):
+            v = keys[i]
+            for j in range(len(outs)):
+                outs[j][i] = ((v >> shifts[j]) & ((1 << widths[j]) - 1)) + offsets[j]
+
+    @njit(cache=CACHE, nogil=True)
+    def _repack(keys: np.ndarray, src_off: Any, src_w: Any, src_sh: Any, dst_off: Any,
+                dst_w: Any, dst_sh: Any) -> np.ndarray:
+        n = keys.shape[0]
+        out = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            v = keys[i]
+            k = 0
+            for j in range(len(src_off)):
+                d = ((v >> src_sh[j]) & ((1 << src_w[j]) - 1)) + (src_off[j] - dst_off[j])
+                if d < 0 or (d >> dst_w[j]) != 0:
+                    k = -1
+                    break
+                k |= d << dst_sh[j]
             out[i] = k
         return out
 
@@ -483,6 +509,21 @@ def pack_probe(cols: tuple[Any, ...], spec: Any) -> Any:
 def pack(cols: tuple[Any, ...], spec: Any) -> Any:
     """``kernels.keys.pack``: columns whose values fit ``spec`` packed into keys."""
     return _pack(column_tuple(cols), spec.offsets, spec.shifts)
+
+
+def unpack(keys: Any, spec: Any) -> tuple[Any, ...]:
+    """``kernels.keys.unpack``: the columns packed keys were made of."""
+    outs = tuple(np.empty(len(keys), dtype=np.int64) for _ in spec.offsets)
+    _unpack(np.ascontiguousarray(keys), spec.offsets, spec.widths, spec.shifts, outs)
+    return outs
+
+
+def repack_probe(keys: Any, src: Any, dst: Any) -> Any:
+    """``kernels.keys.repack_probe``: keys packed with ``src`` re-packed with ``dst``, -1
+    for rows with a value outside ``dst`` (offsets less than 2**62 apart: the caller's
+    test)."""
+    return _repack(np.ascontiguousarray(keys), src.offsets, src.widths, src.shifts,
+                   dst.offsets, dst.widths, dst.shifts)
 
 
 def unique(keys: Any, counts: bool = False) -> tuple[Any, Any]:

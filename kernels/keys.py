@@ -110,8 +110,10 @@ def repack_probe(be: Backend, keys: Any, src: KeySpec, dst: KeySpec) -> Any:
     """Keys packed with ``src`` re-packed with ``dst`` without unpacking the columns
     (:func:`pack_probe` of :func:`unpack`): rows with a value outside ``dst`` get -1.
     Rows that fit keep their relative order."""
-    if _parallel(be, len(keys)) and all(abs(a - b) < (1 << 62)
-                                        for a, b in zip(src.offsets, dst.offsets)):
+    near = all(abs(a - b) < (1 << 62) for a, b in zip(src.offsets, dst.offsets))
+    if near and _small.use(be, len(keys)):
+        return _small.repack_probe(keys, src, dst)
+    if near and _parallel(be, len(keys)):
         return _numba.repack(keys, src, dst)
     return pack_probe(be, unpack(be, keys, src), dst)
 
@@ -167,6 +169,8 @@ def joint_keys(be: Backend, a: Columns, b: Columns) -> tuple[Any, Any]:
 
 def unpack(be: Backend, key: Any, spec: KeySpec) -> tuple[Any, ...]:
     """The columns a packed key was made of (inverse of :func:`pack`)."""
+    if _small.use(be, len(key)):
+        return _small.unpack(key, spec)
     if _parallel(be, len(key)):
         return _numba.unpack(key, spec.offsets, spec.widths, spec.shifts)
     return tuple(((key >> sh) & ((1 << w) - 1)) + off

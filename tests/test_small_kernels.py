@@ -76,6 +76,16 @@ def test_kernels_equal_the_array_operations(seed: int) -> None:
                                   [np.iinfo(np.int64).min + 3, lo - 1]]).astype(np.int64)
                   for c in cols)
     _same(*both(lambda: K.pack_probe(be, probe, spec)))
+    packed = K.pack(be, cols, spec)
+    _same(*both(lambda: K.unpack(be, packed, spec)))
+    # re-packing into a layout shifted and narrowed, so that some rows fall outside it
+    lows = [m + int(rng.integers(-3, 4)) for m in mins]
+    other = K.make_spec(lows, [max(lw, x - int(rng.integers(0, 2)) * (x - m) // 2)
+                               for lw, m, x in zip(lows, mins, maxs)])
+    if other is not None:
+        _same(*both(lambda: K.repack_probe(be, packed, spec, other)))
+        want = K.pack_probe(be, cols, other)
+        _same(K.repack_probe(be, packed, spec, other), want)
     keys = np.unique(K.pack(be, cols, spec))
     needles = K.pack_probe(be, probe, spec)
     _same(*both(lambda: S.isin_sorted(be, needles, keys)))
@@ -270,7 +280,17 @@ def test_wide_layouts_and_empty_inputs(kernels_on) -> None:
     want = K.pack_probe(be, (big,), spec)
     small._on = True
     _same(K.pack_probe(be, (big,), spec), want)
+    _same(K.unpack(be, big, spec), (big,))  # a 63-bit field: its mask
+    assert spec is not None
+    narrow = K.make_spec([1], [1 << 40])
+    assert narrow is not None
+    small._on = False
+    want = K.repack_probe(be, big, spec, narrow)
+    small._on = True
+    _same(K.repack_probe(be, big, spec, narrow), want)
+    _same(want, np.array([-1, 0, -1, -1]))
     empty = np.zeros(0, dtype=np.int64)
+    _same(K.unpack(be, empty, spec), (empty,))
     assert len(S.isin_sorted(be, empty, big)) == 0
     assert len(S.unique_keys(be, empty)) == 0
     assert K.column_ranges(be, (empty,)) == ([0], [0])

@@ -130,6 +130,10 @@ class Update:
         the rederived facts, E⁺ and the consequences of lower-strata changes, with the
         counters incremented once per derivation when ``counters``."""
         st = self.state
+        P, N = self.added(), self.removed()  # A \ D, D \ A
+        if self._nothing_to_insert(s, rederived, P, N):
+            self.stats.rounds += 1  # (the one round the loop would count, finding no Δ)
+            return
         cand: dict[str, list[RowSet]] = {r: [] for r in s.relations}
         for r, rows in rederived.items():  # line 40: N_A := R
             cand[r].append(rows)
@@ -139,7 +143,6 @@ class Update:
                 cand[r].append(ep)
                 if counters:
                     st.bump(r, ep, self.ones(ep), False, +1)
-        P, N = self.added(), self.removed()  # A \ D, D \ A
         for rules, rec in ((s.nonrecursive_rules, False), (s.recursive_rules, True)):
             if not rules:
                 continue
@@ -167,6 +170,23 @@ class Update:
                 cand[r].append(rows)
                 if counters:
                     st.bump(r, rows, cnt, True, +1)
+
+    def _nothing_to_insert(self, s: Stratum, rederived: dict[str, RowSet],
+                           P: dict[str, RunSet], N: dict[str, RunSet]) -> bool:
+        """Whether INSERT of stratum ``s`` has no candidate at all: nothing rederived, no
+        E⁺ of its relations and no rule of it that reads ``P`` (A \\ D) positively or ``N``
+        (D \\ A) under negation (the usual end of a small deletion's stratum).  Not taken
+        under a boundary hook, which sees every round."""
+        if self.boundary is not None or not touch.SHORTCUTS:
+            return False
+        if any(len(rows) for rows in rederived.values()):
+            return False
+        e_plus = self.e_plus
+        for r in s.relations:
+            if len(e_plus[r]):
+                return False
+        return not (touch.seeing(s.nonrecursive_rules, P, N)
+                    or touch.seeing(s.recursive_rules, P, N))
 
 
 # --- Counting (Gupta, Mumick and Subrahmanian 1993) -------------------------------------

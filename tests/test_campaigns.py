@@ -158,3 +158,26 @@ def test_explain_fact_with_a_line_break_is_a_clear_error(tmp_path: Path) -> None
                    "--device", "cpu"])
     assert res.rc == 1 and res.problem() is None, res.traceback or res.stderr
     assert res.stderr.startswith("<fact>:1:"), res.stderr
+
+
+def test_a_time_limit_inside_compiled_code_is_still_a_time_limit() -> None:
+    """A case's limit that fires inside Numba's loader comes back as a SystemError caused
+    by the CaseTimeout: the campaign counts the case as slow, not as a traceback (seed
+    4364 of one conformance-updates run on a loaded machine)."""
+    from time_limits import CaseTimeout
+
+    from benchmarks.campaigns.common import Campaign
+
+    def check() -> list[str]:
+        try:
+            raise CaseTimeout("no result after 30 s")
+        except CaseTimeout as t:
+            raise SystemError("<function _numba_unpickle> returned a result with an "
+                              "exception set") from t
+
+    c = Campaign("x", 0, 1)
+    with pytest.raises(CaseTimeout):
+        c.judge(0, "", check, passes=(CaseTimeout,))
+    assert not c.failures
+    c.judge(0, "", check)  # a caller that does not expect time limits: a traceback
+    assert c.counts.get("traceback") == 1

@@ -50,3 +50,17 @@ def time_limit(seconds: float, what: str = "") -> Iterator[None]:
         if outer_left:
             left = outer_left - (time.monotonic() - start)
             signal.setitimer(signal.ITIMER_REAL, max(left, MIN_REARM))
+
+
+def timeout_in(exc: BaseException) -> CaseTimeout | None:
+    """The :class:`CaseTimeout` in ``exc``'s chain of causes, if any: a limit that fires
+    inside compiled code (Numba's loader, say) comes back as a ``SystemError`` caused by
+    it, which is still the case running too long, not a failure of the case."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, CaseTimeout):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None

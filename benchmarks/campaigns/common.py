@@ -22,7 +22,7 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 if str(TESTS_DIR) not in sys.path:  # generators.py and reference.py import each other by name
     sys.path.insert(0, str(TESTS_DIR))
 
-from time_limits import CaseTimeout, time_limit  # noqa: E402 - one helper for tests and campaigns
+from time_limits import CaseTimeout, time_limit, timeout_in  # noqa: E402 - one helper for tests and campaigns
 
 # --- seeded draws from hypothesis strategies ------------------------------------------------
 
@@ -116,8 +116,11 @@ def run_cli(args: list[str], timeout: float = 20.0) -> CliResult:
             timed_out, rc = True, -1
         except KeyboardInterrupt:
             raise
-        except BaseException:  # noqa: BLE001 - exactly what the campaign looks for
-            tb, rc = traceback.format_exc(), -2
+        except BaseException as exc:  # noqa: BLE001 - exactly what the campaign looks for
+            if timeout_in(exc) is not None:  # (a limit that fired inside compiled code)
+                timed_out, rc = True, -1
+            else:
+                tb, rc = traceback.format_exc(), -2
     stderr = err.getvalue()
     if tb is None and "Traceback (most recent call last)" in stderr:
         tb = stderr
@@ -192,7 +195,10 @@ class Campaign:
             problems = check(*args)
         except passes:
             raise
-        except Exception:  # noqa: BLE001 - the campaign records it
+        except Exception as exc:  # noqa: BLE001 - the campaign records it
+            timeout = timeout_in(exc)  # a time limit that fired inside compiled code
+            if timeout is not None and isinstance(timeout, passes):
+                raise timeout from None
             self.fail("traceback", seed, traceback.format_exc(), reproducer)
             return
         if problems:

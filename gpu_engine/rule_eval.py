@@ -471,6 +471,8 @@ def concat_outputs(be: Backend, arity: int, outs: list[RuleOutput]) -> tuple[tup
 
 
 Source = Union[RunSet, View]  # noqa: UP007
+FUSED_MIN_ROWS = 2  # probe rows from which a join gathers its columns in one pass
+NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 
 
 def _visible(be: Backend, excluded: tuple[Any, ...], facts: tuple[Any, ...], n: int) -> Any:
@@ -479,8 +481,6 @@ def _visible(be: Backend, excluded: tuple[Any, ...], facts: tuple[Any, ...], n: 
     for ex in excluded:
         keep &= ~ex.contains(facts, n)
     return keep
-FUSED_MIN_ROWS = 2  # probe rows from which a join gathers its columns in one pass
-NegSpecs = Union[dict[str, Source], list[list[tuple[Source, bool]]]]  # noqa: UP007
 
 
 def _select(b: Bindings, mask: Any) -> Bindings:

@@ -4,6 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-base
+# pytest-xdist workers of `make test`: one per core, at most 4 (0: one process)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
+XDIST  := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-conformance-updates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
@@ -29,14 +32,14 @@ demo: $(BASE)
 
 ## test: the whole test suite (GPU-marked tests run when CuPy finds a GPU)
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 	$(MAKE) --no-print-directory gpu-standin-test
 
 ## gpu-standin-test: the device tests (-k gpu) on tests/cupy_standin, a strict stand-in for
 ##   CuPy (NumPy underneath, CuPy's refusals): the GPU path checked on a machine without one
 gpu-standin-test: $(STAMP)
 	PYTHONPATH=$(CURDIR)/tests/cupy_standin GPU_ENGINE_TEST_DEVICE=gpu $(PY) -m pytest -q \
-	  -p no:cacheprovider -k gpu
+	  -p no:cacheprovider -k gpu $(XDIST)
 
 ## fuzz: many more generated programs than CI runs (FUZZ_EXAMPLES, default 2000)
 fuzz: $(STAMP)

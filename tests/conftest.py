@@ -6,6 +6,7 @@
 - ``shared_dir`` fixture: ``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``.
 - Hypothesis profiles: ``ci`` (default) and ``fuzz`` (when ``FUZZ_EXAMPLES`` is set).
 - ``GPU_ENGINE_UPDATE_BUDGET=0``: the default update algorithm runs without its time budget.
+- Under pytest-xdist (`make test`), the tests that use the ``spark`` fixture share one worker.
 """
 
 from __future__ import annotations
@@ -131,6 +132,14 @@ def spark_missing() -> str | None:
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         return "no Java runtime for Spark (java not on PATH, JAVA_HOME unset)"
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``), the tests that use the session's Spark run on one
+    worker (``--dist loadgroup``): one JVM for the run, not one per worker."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

@@ -64,6 +64,7 @@ def wrap32(v: int) -> int:
 
 
 WORD_BITS = 32  # the word size of numbers during an evaluate() call
+_WORK: list[int] | None = None  # rows an evaluate(max_work=...) call may still read and match
 
 
 def wrap_word(v: int) -> int:
@@ -230,6 +231,10 @@ def _match(
                 out.append(new)
         if limit is not None and len(out) > limit:
             raise LimitExceeded(f"more than {limit} partial matches for {atom}")
+    if _WORK is not None:
+        _WORK[0] -= len(rows) + len(out)
+        if _WORK[0] < 0:
+            raise LimitExceeded("the evaluation read and matched more rows than its max_work")
     return out
 
 
@@ -401,19 +406,22 @@ def _check_arity(program: Program) -> None:
 
 
 def evaluate(program: Program, max_tuples: int | None = None,
-             bits: int = 32) -> dict[str, set[Row]]:
+             bits: int = 32, max_work: int | None = None) -> dict[str, set[Row]]:
     """The materialisation: every declared relation mapped to its set of tuples.
 
     With ``max_tuples``, LimitExceeded is raised when the database grows beyond it or one rule
-    has more than 50 times as many partial matches (keeps the naive joins cheap).  ``bits``
+    has more than 50 times as many partial matches (keeps the naive joins cheap); with
+    ``max_work``, when the whole evaluation reads and matches more rows than that (the
+    naive rounds repeat every join, so a small result may still cost seconds).  ``bits``
     is the word size of numbers (32 or 64).
     """
-    global WORD_BITS
+    global WORD_BITS, _WORK
     saved, WORD_BITS = WORD_BITS, bits
+    saved_work, _WORK = _WORK, None if max_work is None else [max_work]
     try:
         return _evaluate(program, max_tuples)
     finally:
-        WORD_BITS = saved
+        WORD_BITS, _WORK = saved, saved_work
 
 
 def _evaluate(program: Program, max_tuples: int | None) -> dict[str, set[Row]]:

@@ -6,7 +6,7 @@
 - ``shared_dir`` fixture: ``../shared`` next to the repository root, else ``$GPU_ENGINE_SHARED``.
 - Hypothesis profiles: ``ci`` (default) and ``fuzz`` (when ``FUZZ_EXAMPLES`` is set).
 - ``GPU_ENGINE_UPDATE_BUDGET=0``: the default update algorithm runs without its time budget.
-- Under pytest-xdist (`make test`), the tests that use the ``spark`` fixture share one worker.
+- Under pytest-xdist (`make test`), the Spark tests share one worker (one JVM at a time).
 """
 
 from __future__ import annotations
@@ -135,10 +135,12 @@ def spark_missing() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``), the tests that use the session's Spark run on one
-    worker (``--dist loadgroup``): one JVM for the run, not one per worker."""
+    """Under pytest-xdist (``make test``), the tests that use the session's Spark and those
+    of the ``test_spark_*`` files (local Spark Connect servers, which all listen on one
+    default port) run on one worker (``--dist loadgroup``): one JVM at a time."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if "spark" in getattr(item, "fixturenames", ()) \
+                or item.path.name.startswith("test_spark_"):
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 

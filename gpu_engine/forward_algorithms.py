@@ -179,12 +179,9 @@ class Update:
         under a boundary hook, which sees every round."""
         if self.boundary is not None or not touch.SHORTCUTS:
             return False
-        if any(len(rows) for rows in rederived.values()):
+        if any(len(rows) for rows in rederived.values()) \
+                or any(len(self.e_plus[r]) for r in s.relations):
             return False
-        e_plus = self.e_plus
-        for r in s.relations:
-            if len(e_plus[r]):
-                return False
         return not (touch.seeing(s.nonrecursive_rules, P, N)
                     or touch.seeing(s.recursive_rules, P, N))
 

@@ -64,7 +64,7 @@ def wrap32(v: int) -> int:
 
 
 WORD_BITS = 32  # the word size of numbers during an evaluate() call
-_WORK: list[int] | None = None  # rows an evaluate(max_work=...) call may still read and match
+_WORK: int | None = None  # rows an evaluate(max_work=...) call may still read and match
 
 
 def wrap_word(v: int) -> int:
@@ -231,9 +231,10 @@ def _match(
                 out.append(new)
         if limit is not None and len(out) > limit:
             raise LimitExceeded(f"more than {limit} partial matches for {atom}")
+    global _WORK
     if _WORK is not None:
-        _WORK[0] -= len(rows) + len(out)
-        if _WORK[0] < 0:
+        _WORK -= len(rows) + len(out)
+        if _WORK < 0:
             raise LimitExceeded("the evaluation read and matched more rows than its max_work")
     return out
 
@@ -417,7 +418,7 @@ def evaluate(program: Program, max_tuples: int | None = None,
     """
     global WORD_BITS, _WORK
     saved, WORD_BITS = WORD_BITS, bits
-    saved_work, _WORK = _WORK, None if max_work is None else [max_work]
+    saved_work, _WORK = _WORK, max_work
     try:
         return _evaluate(program, max_tuples)
     finally:

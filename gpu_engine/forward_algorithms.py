@@ -20,10 +20,11 @@ from .affected import VersionOf, affected, mark_rederivable, may_match
 from .aggregates import update_stratum as update_aggregate
 from .backward_plan import one_step
 from .fdu import at_boundary
-from .ir import Rule
+from .ir import Atom, Rule
 from .rowset import RowSet, union_rows
 from .rule_eval import RuleEvaluator, RuleOutput
 from .runs import RunSet
+from .scan_rules import ScanPlan, scan, scan_plan
 from .stats import UpdateStats
 from .stratify import Stratum
 from .update_state import UpdateState, multiset
@@ -201,6 +202,10 @@ def counting(u: Update) -> None:
         if s.recursive:
             raise ValueError("the Counting algorithm handles non-recursive programs only; "
                              f"stratum {s.index} ({', '.join(s.relations)}) is recursive")
+        plan = _copy_plan(u, s)
+        if plan is not None:  # (with its own test of idleness; Counting counts no rounds)
+            _copying(u, s, plan, rounds=False)
+            continue
         if u.idle(s):
             continue
         at_boundary(u, "start", s, 0)
@@ -328,6 +333,10 @@ def dred_c(u: Update) -> None:
         if s.aggregate is not None:
             update_aggregate(u, s)
             continue
+        plan = _copy_plan(u, s)
+        if plan is not None:  # (with its own test of idleness)
+            _copying(u, s, plan)
+            continue
         if u.idle(s):
             continue
         at_boundary(u, "start", s, 0)
@@ -398,6 +407,72 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
         for r, d in delta.items():
             st.overdelete(r, d)  # line 38
             u.stats.overdeleted += len(d)
+
+
+def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
+    """The scan plan of a stratum that copies facts, when this update lets DRed^c take
+    :func:`_copying` for it (None: the general passes).
+
+    The stratum: one relation ``r`` and one rule, a single positive atom whose facts the
+    head determines (``ScanPlan.injective``: ``R(x, y) :- T(x, "p", y)``).  The update: no
+    explicit fact of ``r`` before or after it, no addition to the relation the rule reads
+    (``A \\ D`` of it is final: its stratum is lower), and no boundary hook."""
+    if len(s.rules) != 1 or s.recursive_rules or s.subsumptions or s.lookups \
+            or not touch.SHORTCUTS or u.boundary is not None or s.index in u.modules:
+        return None
+    rule = s.rules[0]
+    if len(rule.body) != 1 or not isinstance(rule.body[0], Atom):
+        return None
+    plan = scan_plan(rule, u.ev.symbols)
+    if plan is None or not plan.injective or plan.relation in u.state.new_of:
+        return None
+    r = rule.head.relation
+    e = u.explicit.get(r)
+    if (e is not None and len(e)) or len(u.e_minus[r]) or len(u.e_plus[r]):
+        return None
+    made = dict.get(u.state.rel, r)  # (D of r: empty until this stratum overdeletes)
+    if made is not None and len(made.D):
+        return None
+    src = u.state.gone_of.get(plan.relation)
+    if src is not None and src.dead:  # (tombstones: the general evaluator)
+        return None
+    return plan
+
+
+def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None:
+    """DRed^c (lines 23-25) or Counting for a stratum that copies facts
+    (:func:`_copy_plan`; ``rounds``: count DRed^c's rounds).
+
+    Every fact of ``r`` has exactly one derivation, ``C_nr = 1`` and ``C_r = 0``: the
+    rule's one instance over a fact of ``T`` (no explicit fact, no other rule, no
+    recursion).  Line 34 therefore overdeletes exactly the heads of the instances over
+    ``D \\ A`` of ``T`` (lines 29-32), no fact is rederived (line 24: no recursive
+    rule), and INSERT has no candidate (no E⁺, nothing rederived, no addition to ``T``,
+    no negation).  The same sets and statistics as the general passes, without their
+    counter look-ups: the counters of the overdeleted facts are not decremented, because
+    after the commit those facts lie under tombstones, where counters mean nothing until
+    the fact comes back and they are overwritten (``counters.append_counted``)."""
+    st, stats = u.state, u.stats
+    rule = s.rules[0]
+    src = st.gone_of.get(plan.relation)
+    if src is None or not may_match(u.ev, rule.body[0], src):
+        return  # idle (Update.idle's answer for this stratum)
+    stats.rounds += rounds  # the overdeletion's first round (lines 33-34)
+    _in_time(u, s, 0)
+    outs = scan(plan, src)
+    assert outs is not None  # (no tombstones: _copy_plan)
+    stats.derivations += sum(o.n for o in outs)
+    r = rule.head.relation
+    if len(outs) == 1 and outs[0].rows is not None:
+        delta = outs[0].rows
+    else:  # (instances over several runs: distinct heads, as the facts are)
+        delta = union_rows(u.be, u.arity[r], [o.cols for o in outs])
+    if len(delta):
+        stats.rounds += rounds  # the round that finds Δ (_last_round)
+        st.overdelete(r, delta)  # line 38
+        stats.overdeleted += len(delta)
+        _in_time(u, s, 1)
+    stats.rounds += rounds  # INSERT's one round, which finds no candidate
 
 
 def _last_round(u: Update, s: Stratum) -> bool:

@@ -42,6 +42,9 @@ class ScanPlan:
     # fact columns in increasing order and every other column is a constant or repeats
     # a column the head takes
     ordered: bool = False
+    # the head row determines the fact (every column is a constant, taken by the head or
+    # a repeat of one it takes): each head row has exactly one instance
+    injective: bool = False
 
 
 _plans: weakref.WeakKeyDictionary[Any, dict[int, tuple[Rule, ScanPlan | None]]] = \
@@ -92,9 +95,10 @@ def _make(rule: Rule, symbols: Any) -> ScanPlan | None:
             return None
     taken = [q for q, _ in head if q >= 0]
     fixed = {q for q, _ in consts} | {b for a, b in equal if a in taken}
-    ordered = (taken == sorted(set(taken))
-               and all(q in fixed or q in taken for q in range(len(atom.args))))
-    return ScanPlan(atom.relation, tuple(consts), tuple(equal), tuple(head), ordered)
+    injective = all(q in fixed or q in taken for q in range(len(atom.args)))
+    ordered = injective and taken == sorted(set(taken))
+    return ScanPlan(atom.relation, tuple(consts), tuple(equal), tuple(head), ordered,
+                    injective)
 
 
 def scan(plan: ScanPlan, src: RunSet) -> list[RuleOutput] | None:

@@ -410,13 +410,14 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
 
 
 def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
-    """The scan plan of a stratum that copies facts, when this update lets DRed^c take
-    :func:`_copying` for it (None: the general passes).
+    """The scan plan of a stratum that copies facts, when this update lets DRed^c or
+    Counting take :func:`_copying` for it (None: the general passes).
 
-    The stratum: one relation ``r`` and one rule, a single positive atom whose facts the
-    head determines (``ScanPlan.injective``: ``R(x, y) :- T(x, "p", y)``).  The update: no
-    explicit fact of ``r`` before or after it, no addition to the relation the rule reads
-    (``A \\ D`` of it is final: its stratum is lower), and no boundary hook."""
+    The stratum: one relation ``r`` and one rule, a single positive atom ``T(...)`` whose
+    facts the head determines (``ScanPlan.injective``: ``R(x, y) :- T(x, "p", y)``).  The
+    update: no explicit fact of ``r`` before or after it, deletions from ``T`` or
+    additions to ``T`` but not both (``D \\ A`` and ``A \\ D`` of ``T`` are final: its
+    stratum is lower), and no boundary hook."""
     if len(s.rules) != 1 or s.recursive_rules or s.subsumptions or s.lookups \
             or not touch.SHORTCUTS or u.boundary is not None or s.index in u.modules:
         return None
@@ -424,17 +425,21 @@ def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
     if len(rule.body) != 1 or not isinstance(rule.body[0], Atom):
         return None
     plan = scan_plan(rule, u.ev.symbols)
-    if plan is None or not plan.injective or plan.relation in u.state.new_of:
+    if plan is None or not plan.injective:
+        return None
+    st = u.state
+    gone, new = st.gone_of.get(plan.relation), st.new_of.get(plan.relation)
+    if gone is not None and new is not None:
+        return None
+    src = gone if gone is not None else new
+    if src is not None and src.dead:  # (tombstones: the general evaluator)
         return None
     r = rule.head.relation
     e = u.explicit.get(r)
     if (e is not None and len(e)) or len(u.e_minus[r]) or len(u.e_plus[r]):
         return None
-    made = dict.get(u.state.rel, r)  # (D of r: empty until this stratum overdeletes)
-    if made is not None and len(made.D):
-        return None
-    src = u.state.gone_of.get(plan.relation)
-    if src is not None and src.dead:  # (tombstones: the general evaluator)
+    made = dict.get(st.rel, r)  # (D and A of r: empty until this stratum changes them)
+    if made is not None and (len(made.D) or len(made.A_old) or len(made.A_new)):
         return None
     return plan
 
@@ -445,16 +450,24 @@ def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None
 
     Every fact of ``r`` has exactly one derivation, ``C_nr = 1`` and ``C_r = 0``: the
     rule's one instance over a fact of ``T`` (no explicit fact, no other rule, no
-    recursion).  Line 34 therefore overdeletes exactly the heads of the instances over
-    ``D \\ A`` of ``T`` (lines 29-32), no fact is rederived (line 24: no recursive
-    rule), and INSERT has no candidate (no E⁺, nothing rederived, no addition to ``T``,
-    no negation).  The same sets and statistics as the general passes, without their
-    counter look-ups: the counters of the overdeleted facts are not decremented, because
-    after the commit those facts lie under tombstones, where counters mean nothing until
-    the fact comes back and they are overwritten (``counters.append_counted``)."""
+    recursion), and two facts of ``T`` never give the same head.  So:
+
+    * deletions from ``T``: line 34 overdeletes exactly the heads of the instances over
+      ``D \\ A`` of ``T`` (lines 29-32); nothing is rederived (line 24: no recursive
+      rule) and INSERT has no candidate (no E⁺, nothing rederived, no addition to ``T``,
+      no negation).  Their counters are not decremented: after the commit the facts lie
+      under tombstones, where counters mean nothing until the fact comes back and they
+      are overwritten (``counters.append_counted``);
+    * additions to ``T``: the overdeletion finds nothing, and INSERT (lines 41-48) adds
+      the heads of the instances over ``A \\ D`` of ``T``, facts not in ``I`` (their one
+      derivation is new) with ``C_nr = 1`` (``UpdateState.add_new``).
+
+    The same sets, counters and statistics as the general passes, without their
+    membership tests and counter look-ups."""
     st, stats = u.state, u.stats
     rule = s.rules[0]
-    src = st.gone_of.get(plan.relation)
+    gone = st.gone_of.get(plan.relation)
+    src = gone if gone is not None else st.new_of.get(plan.relation)
     if src is None or not may_match(u.ev, rule.body[0], src):
         return  # idle (Update.idle's answer for this stratum)
     stats.rounds += rounds  # the overdeletion's first round (lines 33-34)
@@ -464,15 +477,22 @@ def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None
     stats.derivations += sum(o.n for o in outs)
     r = rule.head.relation
     if len(outs) == 1 and outs[0].rows is not None:
-        delta = outs[0].rows
+        heads = outs[0].rows
     else:  # (instances over several runs: distinct heads, as the facts are)
-        delta = union_rows(u.be, u.arity[r], [o.cols for o in outs])
-    if len(delta):
-        stats.rounds += rounds  # the round that finds Δ (_last_round)
-        st.overdelete(r, delta)  # line 38
-        stats.overdeleted += len(delta)
-        _in_time(u, s, 1)
-    stats.rounds += rounds  # INSERT's one round, which finds no candidate
+        heads = union_rows(u.be, u.arity[r], [o.cols for o in outs])
+    if gone is not None:
+        if len(heads):
+            stats.rounds += rounds  # the round that finds Δ (_last_round)
+            st.overdelete(r, heads)  # line 38
+            stats.overdeleted += len(heads)
+            _in_time(u, s, 1)
+        stats.rounds += rounds  # INSERT's one round, which finds no candidate
+        return
+    stats.rounds += rounds  # INSERT's first round (lines 45-48)
+    if len(heads):
+        st.add_new(r, heads)  # line 48, with the counters of lines 41-44
+        stats.added += len(heads)
+        stats.rounds += rounds  # (_last_round)
 
 
 def _last_round(u: Update, s: Stratum) -> bool:

@@ -173,6 +173,19 @@ class UpdateState:
         s.A_new = s.A_new.append(fresh)
         self.note_change(name)
 
+    def add_new(self, name: str, delta: RowSet) -> None:
+        """``A := A ∪ Δ_A`` for Δ_A of facts not in ``I`` (nor in ``A``) that have one
+        derivation each by a non-recursive rule (``C_nr = 1``, ``C_r = 0``): no test of
+        membership in ``I``, the counters those of :meth:`bump` for new facts."""
+        s = self.rel[name]
+        if len(delta) == 0:
+            return
+        self.touched.add(name)
+        s.A_new = s.A_new.append(delta)
+        if self.level >= 1:
+            s.new_log.append((delta, self.be.xp.ones(len(delta), dtype=INDEX), False))
+        self.note_change(name)
+
     def note_change(self, name: str) -> None:
         """Keep :attr:`gone_of` and :attr:`new_of` in step with the relation's ``gone``
         and ``A_new`` (after any change of them)."""

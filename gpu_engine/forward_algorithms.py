@@ -422,8 +422,8 @@ def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
             or not touch.SHORTCUTS or u.boundary is not None or s.index in u.modules:
         return None
     rule = s.rules[0]
-    if len(rule.body) != 1 or not isinstance(rule.body[0], Atom):
-        return None
+    if len(rule.body) != 1 or not isinstance(rule.body[0], Atom) or not rule.head.args:
+        return None  # (a nullary head: the general passes)
     plan = scan_plan(rule, u.ev.symbols)
     if plan is None or not plan.injective:
         return None

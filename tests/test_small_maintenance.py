@@ -250,6 +250,8 @@ K(x) :- T(x, "type", "K").
 Q(y) :- R(_, y).
 W(x) :- R(x, x).
 N(x) :- K(x), !Q(x).
+.decl Z()
+Z() :- T("a1", "r", "a1").
 """
 
 
@@ -302,7 +304,7 @@ def test_copying_strata(shortcuts: bool, algorithm: str, monkeypatch, device: st
         if k:
             fresh.add_facts("K", sorted(k))
         fresh.materialise()
-        for name in "TRKQWN":
+        for name in "TRKQWNZ":
             assert rows(r, name) == rows(fresh, name), (step, name)
             assert counters(r, name) == counters(fresh, name), (step, name)
         # deletions only or additions only: the three copying strata (W(x) :- R(x, x)

@@ -252,8 +252,9 @@ def test_backend_on_spark_connect_ships_the_package_as_an_artifact(tmp_path: Pat
     pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
     # workers without the package, nor Numba (its kernels would compile for a minute)
     workers = python_without_package(tmp_path / "worker-venv", ("numpy", "pyarrow"))
+    # SPARK_TESTING: an ephemeral port for the local Connect server (test_spark_exchange)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": str(workers),
-           "SPARK_LOCAL_IP": "127.0.0.1"}
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_TESTING": "1"}
     proc = subprocess.run([sys.executable, "-c", CONNECT], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=DRIVER_SECONDS)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -304,7 +304,11 @@ def test_spark_connect_session(tmp_path: Path) -> None:
         pytest.skip(spark_missing())
     pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root), "PYSPARK_PYTHON": sys.executable}
+    # SPARK_TESTING: the local Connect server binds an ephemeral port and the client asks
+    # it which (PySpark's own way to run Connect tests in parallel, SPARK-42272), instead
+    # of the default port 15002, which another Connect server still shutting down holds
+    env = {**os.environ, "PYTHONPATH": str(root), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_TESTING": "1"}
     proc = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -21,8 +21,8 @@ from .ir import Atom, Const, Negation, Rule
 _LIMIT = 1 << 16  # entries kept (rules of programs that come and go in one process)
 
 # Maintenance's shortcuts for small changes (rules skipped by what they read, one-atom
-# rules as filters, strata without rules): on unless GPU_ENGINE_MAINTENANCE_SHORTCUTS=0
-# (the tests compare both ways).
+# rules as filters, strata without rules, strata that copy facts): on unless
+# GPU_ENGINE_MAINTENANCE_SHORTCUTS=0 (the tests compare both ways).
 SHORTCUTS = os.environ.get("GPU_ENGINE_MAINTENANCE_SHORTCUTS", "1") != "0"
 
 

@@ -116,6 +116,12 @@ def append_counted(rs: RunSet, c: Counters, d: RowSet, nr: Any, r: Any
     nonrec, rec = list(c.nonrec), list(c.rec)
     if len(d) and rs.dead:
         back = rs._in_dead(d.cols, len(d))
+        if bool(back.all()):  # every row comes back (a re-insertion)
+            at = locate(RunSet(be, rs.arity, rs.runs), d)  # (tombstoned rows: in the runs)
+            set_at(rs, nonrec, d, nr, at)
+            set_at(rs, rec, d, r, at)
+            return RunSet(be, rs.arity, rs.runs, rs._lift(d)), Counters(tuple(nonrec),
+                                                                          tuple(rec))
         if bool(back.any()):
             b = d.select(back)
             at = locate(RunSet(be, rs.arity, rs.runs), b)  # (tombstoned rows: in the runs)

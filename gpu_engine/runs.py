@@ -184,6 +184,8 @@ class RunSet:
         for x in self.dead:  # (found by probing x with the few rows of back)
             hit = x.has(back) if len(x) else None
             if hit is not None and bool(hit.any()):
+                if int(hit.sum()) == len(x):
+                    continue  # every row of x comes back
                 keep = self.be.xp.ones(len(x), dtype=bool)
                 keep[x.positions_of(back.select(hit))] = False
                 x = x.select(keep)

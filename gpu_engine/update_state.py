@@ -287,6 +287,9 @@ class UpdateState:
                 nr = xp.zeros(len(fresh), dtype=INDEX)
                 r = xp.zeros(len(fresh), dtype=INDEX)
                 for rows, cnt, recursive in s.new_log:
+                    if rows is fresh:  # (UpdateState.add_new's rows: aligned)
+                        (r if recursive else nr)[:] += cnt
+                        continue
                     live = fresh.has(rows)  # (a fact retracted by an interleaved update)
                     if not bool(live.all()):
                         rows, cnt = rows.select(live), cnt[live]

@@ -116,18 +116,15 @@ def append_counted(rs: RunSet, c: Counters, d: RowSet, nr: Any, r: Any
     nonrec, rec = list(c.nonrec), list(c.rec)
     if len(d) and rs.dead:
         back = rs._in_dead(d.cols, len(d))
-        if bool(back.all()):  # every row comes back (a re-insertion)
-            at = locate(RunSet(be, rs.arity, rs.runs), d)  # (tombstoned rows: in the runs)
-            set_at(rs, nonrec, d, nr, at)
-            set_at(rs, rec, d, r, at)
-            return RunSet(be, rs.arity, rs.runs, rs._lift(d)), Counters(tuple(nonrec),
-                                                                          tuple(rec))
-        if bool(back.any()):
-            b = d.select(back)
+        every = bool(back.all())  # (a re-insertion: no selections)
+        if every or bool(back.any()):
+            b, nb, rb = (d, nr, r) if every else (d.select(back), nr[back], r[back])
             at = locate(RunSet(be, rs.arity, rs.runs), b)  # (tombstoned rows: in the runs)
-            set_at(rs, nonrec, b, nr[back], at)
-            set_at(rs, rec, b, r[back], at)
+            set_at(rs, nonrec, b, nb, at)
+            set_at(rs, rec, b, rb, at)
             rs = RunSet(be, rs.arity, rs.runs, rs._lift(b))
+            if every:
+                return rs, Counters(tuple(nonrec), tuple(rec))
             keep = ~back
             d, nr, r = d.select(keep), nr[keep], r[keep]
     if len(d) == 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpu_engine.kernels.backend import INDEX
 
@@ -409,9 +409,17 @@ def _dredc_overdelete(u: Update, s: Stratum) -> None:
             u.stats.overdeleted += len(d)
 
 
-def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
-    """The scan plan of a stratum that copies facts, when this update lets DRed^c or
-    Counting take :func:`_copying` for it (None: the general passes).
+class CopyPlan(NamedTuple):
+    """A stratum that copies facts, for one update (:func:`_copy_plan`)."""
+
+    scan: ScanPlan
+    src: RunSet | None  # D \ A or A \ D of the relation the rule reads (None: no change)
+    deletes: bool  # src is D \ A
+
+
+def _copy_plan(u: Update, s: Stratum) -> CopyPlan | None:
+    """The scan plan and change of a stratum that copies facts, when this update lets
+    DRed^c or Counting take :func:`_copying` for it (None: the general passes).
 
     The stratum: one relation ``r`` and one rule, a single positive atom ``T(...)`` whose
     facts the head determines (``ScanPlan.injective``: ``R(x, y) :- T(x, "p", y)``).  The
@@ -441,10 +449,10 @@ def _copy_plan(u: Update, s: Stratum) -> ScanPlan | None:
     made = dict.get(st.rel, r)  # (D and A of r: empty until this stratum changes them)
     if made is not None and (len(made.D) or len(made.A_old) or len(made.A_new)):
         return None
-    return plan
+    return CopyPlan(plan, src, gone is not None)
 
 
-def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None:
+def _copying(u: Update, s: Stratum, plan: CopyPlan, rounds: bool = True) -> None:
     """DRed^c (lines 23-25) or Counting for a stratum that copies facts
     (:func:`_copy_plan`; ``rounds``: count DRed^c's rounds).
 
@@ -465,14 +473,12 @@ def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None
     The same sets, counters and statistics as the general passes, without their
     membership tests and counter look-ups."""
     st, stats = u.state, u.stats
-    rule = s.rules[0]
-    gone = st.gone_of.get(plan.relation)
-    src = gone if gone is not None else st.new_of.get(plan.relation)
+    rule, src = s.rules[0], plan.src
     if src is None or not may_match(u.ev, rule.body[0], src):
         return  # idle (Update.idle's answer for this stratum)
     stats.rounds += rounds  # the overdeletion's first round (lines 33-34)
     _in_time(u, s, 0)
-    outs = scan(plan, src)
+    outs = scan(plan.scan, src)
     assert outs is not None  # (no tombstones: _copy_plan)
     stats.derivations += sum(o.n for o in outs)
     r = rule.head.relation
@@ -480,7 +486,7 @@ def _copying(u: Update, s: Stratum, plan: ScanPlan, rounds: bool = True) -> None
         heads = outs[0].rows
     else:  # (instances over several runs: distinct heads, as the facts are)
         heads = union_rows(u.be, u.arity[r], [o.cols for o in outs])
-    if gone is not None:
+    if plan.deletes:
         if len(heads):
             stats.rounds += rounds  # the round that finds Δ (_last_round)
             st.overdelete(r, heads)  # line 38

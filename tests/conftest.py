@@ -136,8 +136,8 @@ def spark_missing() -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test``), the tests that use the session's Spark and those
-    of the ``test_spark_*`` files (local Spark Connect servers, which all listen on one
-    default port) run on one worker (``--dist loadgroup``): one JVM at a time."""
+    of the ``test_spark_*`` files (local clusters and Spark Connect servers) run on one
+    worker (``--dist loadgroup``): one JVM at a time."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) \
                 or item.path.name.startswith("test_spark_"):

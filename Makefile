@@ -8,7 +8,7 @@ BASE   := $(VENV)/.installed-base
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 XDIST  := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: demo test gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-conformance-updates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
+.PHONY: demo test test-extended gpu-standin-test fuzz fuzz-eq fuzz-eq-update bench-eq bench-eq-expand fuzz-hd fuzz-input fuzz-programs fuzz-inputs fuzz-aggregates fuzz-conformance-updates fuzz-fdu fuzz-fdu-interleave fuzz-fdu-modules faults faults-gpu bench bench-incremental \
 	bench-modules bench-chain bench-small \
 	bench-process report lint gpu-test device-bundle clean owl2rl-lubm bench-owl2rl bench-rdfox-eq bench-eq-overhead
 
@@ -32,8 +32,12 @@ demo: $(BASE)
 
 ## test: the whole test suite (GPU-marked tests run when CuPy finds a GPU)
 test: $(STAMP)
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q $(XDIST) -m "not extended"
 	$(MAKE) --no-print-directory gpu-standin-test
+
+## test-extended: the tests that take minutes each (left out of `make test`)
+test-extended: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m extended
 
 ## gpu-standin-test: the device tests (-k gpu) on tests/cupy_standin, a strict stand-in for
 ##   CuPy (NumPy underneath, CuPy's refusals): the GPU path checked on a machine without one

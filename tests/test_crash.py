@@ -37,7 +37,9 @@ from benchmarks.campaigns.faults import (  # noqa: E402
 )
 from benchmarks.campaigns.faults import stored_state as state  # noqa: E402
 
-KILLS = 50
+# SIGKILLed updates per run (CRASH_KILLS: more for a campaign; 25 keep `make test` short
+# and still kill inside the commit several times)
+KILLS = int(os.environ.get("CRASH_KILLS", "25"))
 PROGRAM = """
 .decl edge(x: number, y: number)
 .input edge

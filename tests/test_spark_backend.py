@@ -330,7 +330,7 @@ def test_lubm1_counts_hybrid(spark: Any) -> None:
     assert set(_paths(runner)) == {"local"}
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_lubm1_counts_spark(spark: Any) -> None:
     """LUBM(1) with LUBM_L on the Spark and decomposed paths (minutes on two cores)."""
     expected, got, runner = _lubm_counts(spark, local_finish_rows=0)

@@ -32,6 +32,7 @@ demo: $(BASE)
 
 ## test: the whole test suite (GPU-marked tests run when CuPy finds a GPU)
 test: $(STAMP)
+	$(PY) -m gpu_engine.kernels.precompile --jobs $(TEST_WORKERS) --quiet
 	$(PY) -m pytest -q $(XDIST) -m "not extended"
 	$(MAKE) --no-print-directory gpu-standin-test
 

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,10 @@ def _compile_one(module: str, name: str, sigs: list[list[str]]) -> tuple[str, in
 
 def precompile(jobs: int = 1, quiet: bool = False) -> int:
     """Compile every listed signature, ``jobs`` kernels at a time; the errors' count."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return 0
     from . import numba_cache
     from .precompile_list import SIGNATURES
 
@@ -74,15 +79,21 @@ def precompile(jobs: int = 1, quiet: bool = False) -> int:
             print("precompile: Numba has no writable cache here; nothing to do")
         return 0
     t0 = time.perf_counter()
-    tasks = sorted(SIGNATURES.items(), key=lambda kv: -len(kv[1]))
+    # the interpreter's kernels (the longest to compile) and the many-signature ones first
+    tasks = sorted(SIGNATURES.items(),
+                   key=lambda kv: (not kv[0].startswith("small_path."), -len(kv[1])))
     errors: list[str] = []
     total = 0
-    if jobs <= 1:
-        results = [_compile_one(*key.split(".", 1), sigs) for key, sigs in tasks]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_compile_one, *zip(*[(*key.split(".", 1), sigs)
-                                                           for key, sigs in tasks])))
+    args = [(*key.split(".", 1), sigs) for key, sigs in tasks]
+    results = None
+    if jobs > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                results = list(pool.map(_compile_one, *zip(*args)))
+        except (OSError, BrokenProcessPool) as exc:  # no processes here: one at a time
+            print(f"precompile: {type(exc).__name__}: {exc}; compiling in this process")
+    if results is None:
+        results = [_compile_one(*a) for a in args]
     for _, done, errs in results:
         total += done
         errors.extend(errs)
@@ -156,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"precompile: recorded {sum(map(len, sigs.values()))} signatures of "
               f"{len(sigs)} kernels in {LIST_FILE}")
         return 0
-    precompile(max(1, args.jobs), args.quiet)
+    try:
+        precompile(max(1, args.jobs), args.quiet)
+    except Exception as exc:  # (an optimisation only: the kernels compile at first use)
+        print(f"precompile: stopped ({type(exc).__name__}: {exc}); kernels compile at "
+              "their first use instead")
     return 0  # (skipped signatures are compiled at their first use: not an error)
 
 

@@ -80,6 +80,9 @@ fi
 } >"$OUT/device.txt"
 R="$OUT/results.jsonl"
 
+# --- 0. the CPU kernels compiled once, on every core (kernels/precompile.py), instead of in
+#     each benchmark's first samples and in each of the test workers
+step precompile 60 $PY -m gpu_engine.kernels.precompile --jobs "$(nproc)"
 # --- 1. a smoke test: the demo on the device (LUBM(1), LUBM_L) ----------------------------
 step demo 90 $PY -m gpu_engine.host.demo --device $DEVICE
 # --- the host CPU's speed (the host twin runs small updates there): the demo on the CPU

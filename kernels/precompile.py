@@ -18,6 +18,7 @@ skipped and reported.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -32,9 +33,9 @@ MODULES = ("cpu_numba", "cpu_small", "dense_seen", "radix_sort", "small_path")
 LIST_FILE = Path(__file__).with_name("precompile_list.py")
 
 
+@functools.cache
 def _types_namespace() -> dict[str, Any]:
-    """Names for evaluating Numba's type strings (``Array(int64, 1, 'C', False,
-    aligned=True)``, ``UniTuple(int64, 2)``, ``bool``)."""
+    """Numba's type names (and ``bool`` for its boolean), for :func:`parse_type`."""
     from numba.core import types
 
     ns = {k: v for k, v in vars(types).items() if not k.startswith("_")}
@@ -42,27 +43,32 @@ def _types_namespace() -> dict[str, Any]:
     return ns
 
 
-def _kernel(module: str, name: str) -> Any:
-    mod = importlib.import_module(f"gpu_engine.kernels.{module}")
-    return getattr(mod, name)
+def parse_type(text: str) -> Any:
+    """The Numba type a list entry names (``int64[::1]``, ``UniTuple(int64[::1], 2)``,
+    ``bool``: what :func:`_short` writes)."""
+    return eval(text, {"__builtins__": {}}, _types_namespace())  # noqa: S307
 
 
-def _compile_one(module: str, name: str, sigs: list[list[str]]) -> tuple[str, int, list[str]]:
-    """Compile (or load) ``module.name`` for each signature: (kernel, how many, errors)."""
-    ns = _types_namespace()
-    key = f"{module}.{name}"
+def _kernel(key: str) -> Any:
+    """The kernel ``module.name`` of a list entry."""
+    module, name = key.split(".", 1)
+    return getattr(importlib.import_module(f"gpu_engine.kernels.{module}"), name)
+
+
+def _compile_one(key: str, sigs: list[list[str]]) -> tuple[int, list[str]]:
+    """Compile (or load) kernel ``key`` for each signature: (how many, errors)."""
     try:
-        disp = _kernel(module, name)
+        disp = _kernel(key)
     except (ImportError, AttributeError) as exc:
-        return key, 0, [f"{key}: {exc}"]
+        return 0, [f"{key}: {exc}"]
     done, errors = 0, []
     for sig in sigs:
         try:
-            disp.compile(tuple(eval(t, {"__builtins__": {}}, ns) for t in sig))  # noqa: S307
+            disp.compile(tuple(parse_type(t) for t in sig))
             done += 1
         except Exception as exc:  # a kernel that changed: compiled at its first use instead
             errors.append(f"{key}{tuple(sig)}: {type(exc).__name__}: {str(exc)[:200]}")
-    return key, done, errors
+    return done, errors
 
 
 def precompile(jobs: int = 1, quiet: bool = False) -> int:
@@ -80,23 +86,20 @@ def precompile(jobs: int = 1, quiet: bool = False) -> int:
         return 0
     t0 = time.perf_counter()
     # the interpreter's kernels (the longest to compile) and the many-signature ones first
-    tasks = sorted(SIGNATURES.items(),
-                   key=lambda kv: (not kv[0].startswith("small_path."), -len(kv[1])))
-    errors: list[str] = []
-    total = 0
-    args = [(*key.split(".", 1), sigs) for key, sigs in tasks]
+    keys = sorted(SIGNATURES, key=lambda k: (not k.startswith("small_path."),
+                                             -len(SIGNATURES[k])))
+    sigs = [SIGNATURES[k] for k in keys]
     results = None
     if jobs > 1:
         try:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                results = list(pool.map(_compile_one, *zip(*args)))
+                results = list(pool.map(_compile_one, keys, sigs))
         except (OSError, BrokenProcessPool) as exc:  # no processes here: one at a time
             print(f"precompile: {type(exc).__name__}: {exc}; compiling in this process")
     if results is None:
-        results = [_compile_one(*a) for a in args]
-    for _, done, errs in results:
-        total += done
-        errors.extend(errs)
+        results = list(map(_compile_one, keys, sigs))
+    total = sum(done for done, _ in results)
+    errors = [e for _, errs in results for e in errs]
     if not quiet or errors:
         print(f"precompile: {total} kernel signatures compiled or loaded in "
               f"{time.perf_counter() - t0:.1f} s ({jobs} processes)"

@@ -18,35 +18,32 @@ from gpu_engine.kernels.precompile_list import SIGNATURES  # noqa: E402
 def test_list_names_kernels_with_their_arity() -> None:
     from numba.core import types
 
-    ns = P._types_namespace()
     assert SIGNATURES
     for key, sigs in SIGNATURES.items():
-        module, name = key.split(".", 1)
-        assert module in P.MODULES, key
-        disp = P._kernel(module, name)
+        assert key.split(".", 1)[0] in P.MODULES, key
+        disp = P._kernel(key)
         assert getattr(disp, "_cache", None) is not None, f"{key} is not a cached kernel"
         arity = len(inspect.signature(disp.py_func).parameters)
         for sig in sigs:
             assert len(sig) == arity, (key, sig)
             for t in sig:
-                assert isinstance(eval(t, {"__builtins__": {}}, ns), types.Type), (key, t)
+                assert isinstance(P.parse_type(t), types.Type), (key, t)
 
 
 def test_short_names_evaluate_back() -> None:
     from numba.core import types
 
-    ns = P._types_namespace()
     for t in (types.int64[::1], types.boolean[::1], types.uint64[::1], types.int64[:, ::1],
               types.UniTuple(types.int64[::1], 3), types.int64, types.boolean):
-        assert eval(P._short(t), {"__builtins__": {}}, ns) == t, P._short(t)
+        assert P.parse_type(P._short(t)) == t, P._short(t)
 
 
 def test_one_signature_compiles_and_a_bad_one_is_reported() -> None:
     key = "cpu_small._flagged"
     good = SIGNATURES[key][0]
-    _, done, errors = P._compile_one("cpu_small", "_flagged", [good])
+    done, errors = P._compile_one(key, [good])
     assert (done, errors) == (1, [])
-    _, done, errors = P._compile_one("cpu_small", "_flagged", [["float64", "int64", "int64"]])
+    done, errors = P._compile_one(key, [["float64", "int64", "int64"]])
     assert done == 0 and len(errors) == 1 and key in errors[0]
-    _, done, errors = P._compile_one("cpu_small", "_no_such_kernel", [good])
+    done, errors = P._compile_one("cpu_small._no_such_kernel", [good])
     assert done == 0 and "_no_such_kernel" in errors[0]

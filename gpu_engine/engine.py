@@ -25,6 +25,7 @@ from gpu_engine.kernels.backend import INDEX, Backend
 from . import fallback, iteration, order_dependent, small_rounds, subsumption
 from .counters import Counters, flat
 from .dense_absorb import DenseAbsorb
+from .give_up import GaveUp
 from .hd_module import HDModule
 from .ir import Atom, Negation, Program, ProgramError, Rule, SymbolTable, rule_constants
 from .modules import ModulePlan, plan_modules
@@ -96,9 +97,8 @@ class Engine:
         # seconds the last materialisation took (a host twin: its device's), which the
         # default update algorithm's time budget is a share of (gpu_engine.maintenance)
         self.materialise_seconds: float | None = None
-        # the default algorithm's memory of its last fallback: (deleted facts, deletions as
-        # large still rematerialised at once) (gpu_engine.maintenance._lately)
-        self.default_gave_up: tuple[int, int] | None = None
+        # the default algorithm's memory of its last fallbacks (gpu_engine.give_up)
+        self.default_gave_up: GaveUp | None = None
         self._state = EngineState(counting=counter_level(counting))
         self.rules: list[Rule] = all_rules(self.program)
         self.strata: list[Stratum] = stratify(self.program, self.rules)

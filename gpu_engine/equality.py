@@ -68,6 +68,7 @@ from gpu_engine.kernels.sets import unique_keys
 
 from . import equality_expand as eq_expand
 from .engine import Engine, ProgressHook, _atoms, counter_level
+from .give_up import GaveUp
 from .hd_module import HDModule
 from .ir import (
     Atom,
@@ -305,9 +306,8 @@ class EqualityEngine(Engine):
         # when a list: the domain columns of the rows of ``prev`` each merge rewrites
         # (DRed≈ carries its occurrence counts through the merges of its insertion)
         self.merge_removed: list[tuple[Any, ...]] | None = None
-        # auto's memory of its last fallback: (algorithm that gave up, deleted facts,
-        # deletions as large still sent to Remat≈) (equality_maintenance._lately)
-        self.eq_gave_up: tuple[str, int, int] | None = None
+        # auto's memory of its last fallbacks, "DRed≈" or "B/F≈" (gpu_engine.give_up)
+        self.eq_gave_up: GaveUp | None = None
         for r in self.strata[self.eq_stratum].recursive_rules:
             fp = functional_pattern(r, eq.relation)
             if fp is not None:

@@ -107,6 +107,7 @@ from .equality import flows_in, map_constants, reflexive_rules, star_edges
 from .equality_expand import shrink_classes, split_classes
 from .equality_explicit import Classes, gather, members_in
 from .expr import const_value
+from .give_up import after_give_up, skips
 from .ir import Atom, Compare, Const, Location, Negation, Rule, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet, union_rows
@@ -212,25 +213,13 @@ def _lately(engine: Any, run: str, deleted: int, note: str) -> tuple[str, str]:
     algorithm (B/F≈ or DRed≈) gave up on a deletion at most as large lately: its time would
     likely be lost again (after the Remat≈ it fell back to, the join indexes and
     occurrence counts it used are gone), so the next :data:`RETRY_AFTER` such deletions
-    rematerialise at once and the one after tries again.  Smaller deletions, and
-    insertions, try at once; an attempt that succeeds clears the record."""
-    gave = engine.eq_gave_up
-    if gave is None or not deleted:
-        return run, note
-    what, size, left = gave
-    if deleted < size or what != {"dred_eq": "DRed≈", "bf_eq": "B/F≈"}.get(run):
-        return run, note
-    if not left:
-        engine.eq_gave_up = None
-        return run, note
-    engine.eq_gave_up = (what, size, left - 1)
-    return "remat", _lately_note(gave)
-
-
-def _lately_note(gave: tuple[str, int, int]) -> str:
-    what, size, left = gave
-    return (f"Remat≈ (auto): {what} gave up on a deletion of {size:,} facts lately "
-            f"({left} more as large before it tries again)")
+    (doubled by each give-up in a row: ``give_up``) rematerialise at once and the one
+    after tries again.  Smaller deletions, and insertions, try at once; an attempt that
+    succeeds clears the record."""
+    rec = engine.eq_gave_up
+    what = {"dred_eq": "DRed≈", "bf_eq": "B/F≈"}.get(run, run)
+    skip, engine.eq_gave_up = skips(rec, what, deleted)
+    return ("remat", f"Remat≈ (auto): {rec.what} {rec.note()}") if skip else (run, note)
 
 
 def _remat_on_device(engine: Any, alg: str, delete: Encoded) -> str:
@@ -251,7 +240,7 @@ def _remat_on_device(engine: Any, alg: str, delete: Encoded) -> str:
     gave = None if t is None else t.host.eq_gave_up
     if gave is None:
         return ""
-    run, note = _lately(t.host, {"DRed≈": "dred_eq", "B/F≈": "bf_eq"}[gave[0]], deleted, "")
+    run, note = _lately(t.host, gave.what, deleted, "")
     return note if run == "remat" else ""
 
 
@@ -392,7 +381,7 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     def give_up(what: str, exc: Exception) -> str:
         """auto's fallback: the state as it was, and Remat≈ to run (the next
         :data:`RETRY_AFTER` deletions as large rematerialise at once)."""
-        engine.eq_gave_up = (what, stats.deleted, RETRY_AFTER)
+        engine.eq_gave_up = after_give_up(engine.eq_gave_up, what, stats.deleted, RETRY_AFTER)
         engine.state = saved
         engine.set_rho(saved_rho)
         stats.note = f"Remat≈ (auto): {what} stopped, {exc}"

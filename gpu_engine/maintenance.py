@@ -38,7 +38,7 @@ from typing import Any
 from gpu_engine.kernels import cpu_small as small
 from gpu_engine.kernels.oom import describe
 
-from . import fallback, twin
+from . import fallback, give_up, twin
 from .rowset import RowSet
 from .state import Encoded
 from .stats import UpdateStats
@@ -64,9 +64,10 @@ _REMAT = {0: "remat", 1: "remat1c", 2: "remat2c"}  # the rematerialisation leavi
 # insertion and a fully dynamic update (a boundary hook) run to their end.
 DEFAULT_TIME = 0.35
 DEFAULT_MIN_SECONDS = 0.05
-# After a fallback, this many deletions at least as large rematerialise at once (the next
-# one tries again; a smaller one tries at once), as equality's auto does (RETRY_AFTER):
-# on a GPU the device then copies nothing to its host twin for an attempt that would stop
+# After a fallback, this many deletions at least as large rematerialise at once (then one
+# tries again; a smaller one tries at once; each give-up in a row doubles it: give_up), as
+# equality's auto does (RETRY_AFTER): on a GPU the device then copies nothing to its host
+# twin for an attempt that would stop
 DEFAULT_RETRY_AFTER = 1
 
 
@@ -80,18 +81,19 @@ def _deadline(engine: Any, t0: float) -> float | None:
     return t0 + DEFAULT_TIME * last
 
 
-def _lately(engine: Any, deleted: int) -> str:
-    """Why the default algorithm rematerialises a deletion of ``deleted`` facts at once
-    ("" to try it): its overdeletion gave up lately on one at most as large."""
-    gave = engine.default_gave_up
-    if gave is None or not deleted or deleted < gave[0]:
-        return ""
-    if not gave[1]:
-        engine.default_gave_up = None
-        return ""
-    engine.default_gave_up = (gave[0], gave[1] - 1)
-    return (f"it gave up on a deletion of {gave[0]:,} facts lately ({gave[1]} more as "
-            "large before it tries again)")
+def _lately(engine: Any, alg: str, deleted: int) -> str:
+    """Why the default algorithm ``alg`` rematerialises a deletion of ``deleted`` facts at
+    once ("" to try it): its overdeletion gave up lately on one at most as large."""
+    rec = engine.default_gave_up
+    skip, engine.default_gave_up = give_up.skips(rec, alg, deleted)
+    return f"it {rec.note()}" if skip else ""
+
+
+def _present(engine: Any, delete: Encoded) -> int:
+    """How many of ``delete``'s facts are explicit (|E⁻ ∩ E|, on the engine's own side)."""
+    rows = _rows(engine, delete)
+    return sum(int(e.has(rows[n]).sum()) for n, e in engine.explicit.items()
+               if n in rows and len(rows[n]))
 
 
 def default_algorithm(engine: Any) -> str:
@@ -128,8 +130,10 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
     if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)):  # small, on a GPU
         t = engine._twin
-        why = "" if t is None or algorithm is not None or boundary is not None else \
-            _lately(t.host, sum(n for _, n in delete.values()))
+        why = ""
+        if t is not None and algorithm is None and boundary is None and \
+                give_up.skips(t.host.default_gave_up, alg, sum(n for _, n in delete.values()))[0]:
+            why = _lately(t.host, alg, _present(engine, delete))  # (a no-op deletion tries)
         try:
             if why:  # (nothing copied to the host for an attempt that would stop)
                 raise twin.RematOnDevice(f"{_REMAT[_LEAVES[alg]]}: {alg} {why}")
@@ -234,7 +238,7 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
         else:
             timed = timed and bool(stats.deleted) and boundary is None \
                 and alg in ("dred", "dredc")
-            why = _lately(engine, stats.deleted) if timed else ""
+            why = _lately(engine, alg, stats.deleted) if timed else ""
             try:
                 if why:
                     raise OutOfTime(why)
@@ -246,7 +250,8 @@ def _update(engine: Any, insert: Encoded, delete: Encoded, alg: str, t0: float,
                 stats.note = (f"{_REMAT[_LEAVES[alg]]}: {alg} {why}" if why
                               else f"{_REMAT[_LEAVES[alg]]}: {alg}'s {exc}")
                 if not why:
-                    engine.default_gave_up = (stats.deleted, DEFAULT_RETRY_AFTER)
+                    engine.default_gave_up = give_up.after_give_up(
+                        engine.default_gave_up, alg, stats.deleted, DEFAULT_RETRY_AFTER)
                 if getattr(engine, "is_twin", False):  # the device rematerialises
                     raise twin.RematOnDevice(stats.note) from None
                 rematerialise(_LEAVES[alg])

@@ -10,6 +10,7 @@ import pytest
 
 import gpu_engine.maintenance as M
 from gpu_engine import Reasoner
+from gpu_engine.give_up import MAX_SKIP, GaveUp, after_give_up, skips
 
 TC = """
 .decl e(x: number, y: number)
@@ -65,7 +66,8 @@ def test_default_rematerialises_past_its_budget(no_time: None) -> None:
 
 def test_a_fallback_is_remembered(no_time: None) -> None:
     """After a fallback, the next deletion as large rematerialises at once (noted), a
-    smaller one tries, and the one after tries again (DEFAULT_RETRY_AFTER = 1)."""
+    smaller one tries, and each give-up in a row doubles the deletions that skip the
+    attempt (DEFAULT_RETRY_AFTER = 1, then 2, 4, ...: gpu_engine.give_up)."""
     r = reasoner(EDGES)
     left = list(EDGES)
 
@@ -78,11 +80,32 @@ def test_a_fallback_is_remembered(no_time: None) -> None:
 
     assert "past its time budget" in delete((10, 11), (11, 12))
     assert "gave up on a deletion of 2 facts lately (1 more" in delete((12, 13), (13, 14))
-    assert "past its time budget" in delete((14, 15))  # smaller: tries
-    assert "gave up on a deletion of 1 facts lately" in delete((15, 16))
-    assert "past its time budget" in delete((16, 17))  # tries again
+    assert "past its time budget" in delete((14, 15))  # smaller: tries (the second in a row)
+    assert "gave up on a deletion of 1 facts lately (2 more" in delete((15, 16))
+    assert "gave up on a deletion of 1 facts lately (1 more" in delete((16, 17))
+    assert "past its time budget" in delete((17, 18))  # tries again: the third give-up
+    assert r.engine.default_gave_up == GaveUp("dredc", 1, 4, 3)
     r.update(insert={"e": [(10, 11)]})  # insertions leave the memory alone
-    assert r.engine.default_gave_up == (1, 1)
+    left.append((10, 11))
+    assert r.engine.default_gave_up == GaveUp("dredc", 1, 4, 3)
+    assert "lately (4 more" in delete((18, 19))
+    st = r.update(delete={"e": [(100, 101)]})  # a no-op deletion: nothing to skip
+    assert st.algorithm == "dredc" and st.deleted == 0, st.note
+    r.engine.default_gave_up = GaveUp("dredc", 1, 0, 3)  # skips spent: the next tries
+    r.engine.materialise_seconds = None  # (no budget: it runs to its end)
+    assert r.update(delete={"e": [(19, 20)]}).algorithm == "dredc"
+    left.remove((19, 20))
+    assert r.engine.default_gave_up is None and paths(r) == paths(reasoner(left))
+
+
+def test_skips_double_up_to_a_bound() -> None:
+    rec = None
+    for n in range(1, 7):
+        rec = after_give_up(rec, "dredc", 5, 1)
+        assert rec.skip == min(MAX_SKIP, 2 ** (n - 1)) and rec.streak == n
+    assert after_give_up(rec, "dred", 5, 1) == GaveUp("dred", 5, 1, 1)  # another algorithm
+    assert skips(rec, "dredc", 4) == (False, rec)  # smaller
+    assert skips(rec, "dredc", 5)[1].skip == rec.skip - 1
 
 
 def test_no_budget_after_a_quick_materialisation(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from eq_generators import PAPER_31, RULE_CONSTANT_SPLIT, paper_31, rows  # noqa:
 from eq_update_fuzz import run_sequence  # noqa: E402
 
 from gpu_engine import Reasoner  # noqa: E402
+from gpu_engine.give_up import GaveUp  # noqa: E402
 from gpu_engine.stats import UpdateStats  # noqa: E402
 
 
@@ -137,8 +138,9 @@ def test_budget_falls_back_to_remat() -> None:
 
 def test_auto_remembers_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     """After DRed≈ gave up under ``auto``, the next RETRY_AFTER deletions as large go to
-    Remat≈ at once (noted), a smaller one tries DRed≈, and the one after them tries
-    again; every result is Remat≈'s."""
+    Remat≈ at once (noted), a smaller one tries DRed≈, each give-up in a row doubles the
+    deletions sent to Remat≈, and the one after them tries again; every result is
+    Remat≈'s."""
     import gpu_engine.equality_maintenance as EM
 
     facts = [(f"s{i}", "o") for i in range(30)] + [("t", f"u{i}") for i in range(30)]
@@ -161,8 +163,10 @@ def test_auto_remembers_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "DRed≈ stopped" in delete(*next(pairs))
     assert "gave up on a deletion of 2 facts lately (2 more" in delete(*next(pairs))
     assert "DRed≈ stopped" in delete(("s29", "o"))  # smaller: tried (and stopped again)
-    assert "gave up on a deletion of 1 facts lately (2 more" in delete(*next(pairs))
-    assert "(1 more" in delete(*next(pairs))
+    # the second give-up in a row: twice RETRY_AFTER deletions skip the attempt (give_up)
+    assert "gave up on a deletion of 1 facts lately (4 more" in delete(*next(pairs))
+    for more in (3, 2, 1):
+        assert f"({more} more" in delete(*next(pairs))
     assert "DRed≈ stopped" in delete(*next(pairs))  # tried again
     monkeypatch.setattr(EM, "BUDGET_TIMED", 0.5)
     monkeypatch.setattr(EM, "BUDGET", 0.5)
@@ -365,7 +369,7 @@ def test_auto_on_a_device_rematerialises_without_the_twin_when_that_is_cheaper(
     assert "the device rematerialises in about 0.001 s" in st.note
     st = delete(("s1", "o"), 100.0)
     assert st.device.endswith("(host twin)") and st.algorithm != "remat≈", st.note
-    r.engine.twin().host.eq_gave_up = ("DRed≈", 1, 1)  # as after a fallback
+    r.engine.twin().host.eq_gave_up = GaveUp("DRed≈", 1, 1)  # as after a fallback
     st = delete(("s2", "o"), 100.0)
     assert st.algorithm == "remat≈" and "(host twin)" not in st.device
     assert "gave up on a deletion of 1 facts lately (1 more" in st.note

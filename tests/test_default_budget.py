@@ -126,6 +126,9 @@ def test_host_twin_past_its_budget_leaves_rematerialising_to_the_device(
     assert "the host twin's choice" in st.note, st.note
     left = [x for x in EDGES if x != (10, 11)]
     assert paths(r) == paths(reasoner(left))
+    st = r.update(delete={"e": [(100, 101)]})  # a no-op: counted by what it removes (none)
+    assert st.algorithm == "dredc" and st.device.endswith("(host twin)"), st.note
+    assert st.deleted == 0 and paths(r) == paths(reasoner(left))
     st = r.update(delete={"e": [(12, 13)]})  # remembered: the device at once
     left.remove((12, 13))
     assert st.algorithm == "remat2c" and "(host twin)" not in st.device

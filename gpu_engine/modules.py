@@ -170,17 +170,17 @@ def view_has(view: View, rows: RowSet) -> Any:
     return inside
 
 
-def view_rows(be: Backend, view: View) -> RowSet:
-    """The rows of a view as one sorted run."""
+def view_rows_with(be: Backend, view: View, values: Any) -> RowSet:
+    """The rows of a view whose first column holds one of ``values`` (sorted, distinct),
+    as one sorted run: through each run's index on the column, so the cost follows the
+    rows found rather than the view's size."""
     out = RowSet.empty(be, view.arity)
     for inc in view.include:
-        for run in inc.runs:
-            keep = be.xp.ones(len(run), dtype=bool)
-            for d in inc.dead:
-                keep &= ~d.contains(run.cols)
-            for ex in view.exclude:
-                keep &= ~ex.contains(run.cols, len(run))
-            part = run.select(keep)
+        part = inc.rows_with((0,), values)
+        for ex in view.exclude:
+            if len(part):
+                part = part.select(~ex.contains(part.cols, len(part)))
+        if len(part):
             out = part if len(out) == 0 else out.merge(part.minus(out))
     return out
 
@@ -538,18 +538,19 @@ class STCModule:
         dead = unique_keys(be, lab[lab >= 0], overwrite=True)
         if not len(dead):
             return RowSet.empty(be, 2)
-        rows = view_rows(be, Ip)  # the R facts of I^p: Close(C_R) ∪ Y_R
-        p = xp.minimum(xp.searchsorted(self.verts, rows.cols[0]), len(self.verts) - 1)
-        known = self.verts[p] == rows.cols[0]
-        in_dead = known & _isin(xp, xp.where(known, self.label[p], -1), dead)
-        pairs = rows.select(in_dead)  # line 79: u', v' ∈ U
+        # line 79: u', v' ∈ U, read from the R facts of I^p (Close(C_R) ∪ Y_R) whose first
+        # vertex is in a removed component, through the index on that column: the pass
+        # costs the removed components' pairs, not the relation (two passes over every R
+        # fact before, a sixth of a 1,000-fact deletion on LUBM(10) LUBM_LE)
+        gone = _isin(xp, self.label, dead)
+        pairs = view_rows_with(be, Ip, self.verts[gone])
         self.derivations += len(pairs)
         z = zero_nr(self.relation, pairs)
         J = pairs.select(z)  # line 80
         keep = pairs.select(~z)  # line 81
         self.Y = _union(self.Y, keep)
         label = self.label.copy()
-        label[_isin(xp, label, dead)] = -1  # line 82
+        label[gone] = -1  # line 82
         self.label = label
         return J.minus(delta)  # line 83
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generators import Program, programs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_update import EXAMPLES, non_recursive, run_sequence
 
 import gpu_engine.maintenance as M
 from gpu_engine import Reasoner
@@ -149,3 +153,21 @@ def test_the_store_keeps_the_materialisation_time(tmp_path: Path) -> None:
     seconds = r.engine.materialise_seconds
     assert seconds and read_meta(tmp_path / "db")["materialise_seconds"] == seconds
     assert open_store(tmp_path / "db", device="cpu").engine.materialise_seconds == seconds
+
+
+@settings(max_examples=max(10, EXAMPLES // 4), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(program=programs(), data=st.data())
+def test_budgeted_default_sequences(program: Program, data: st.DataObject, device: str) -> None:
+    """Generated programs and update sequences with the default algorithm under budgets
+    drawn so that it gives up always, sometimes or never (fallbacks, skips, streaks, on the
+    engine or its host twin): relations, E and counters stay exact, as without a budget."""
+    if data.draw(st.booleans(), label="strip recursion"):
+        program = non_recursive(program)  # the default is then Counting: never budgeted
+    saved = (M.DEFAULT_TIME, M.DEFAULT_MIN_SECONDS)
+    M.DEFAULT_TIME = data.draw(st.sampled_from([0.0, 1e-4, 0.05, 1e6]), label="budget")
+    M.DEFAULT_MIN_SECONDS = 0.0
+    try:
+        run_sequence(program, data, (None,), device, budgeted=True)
+    finally:
+        M.DEFAULT_TIME, M.DEFAULT_MIN_SECONDS = saved

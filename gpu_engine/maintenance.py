@@ -96,6 +96,18 @@ def _present(engine: Any, delete: Encoded) -> int:
                if n in rows and len(rows[n]))
 
 
+def _noop_on_device(engine: Any, insert: Encoded, delete: Encoded, boundary: Any) -> bool:
+    """Whether a GPU engine keeps a deletion that removes no explicit fact to itself
+    rather than send it to a host twin that would first copy the whole state over (the
+    twin is stale after the device rematerialised, or not made yet): the device then
+    returns at once (no round)."""
+    t = engine._twin
+    if boundary is not None or (t is not None and t.host_current) or \
+            any(n for _, n in insert.values()):
+        return False
+    return _present(engine, delete) == 0
+
+
 def default_algorithm(engine: Any) -> str:
     """Counting when no stratum is recursive, otherwise DRed^c."""
     return "dredc" if any(s.recursive for s in engine.strata) else "counting"
@@ -128,7 +140,8 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
         raise ValueError(f"unknown algorithm {alg!r}: expected one of {', '.join(ALGORITHMS)}")
     if alg != "remat" and any(s.lookups for s in engine.strata):
         alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
-    if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)):  # small, on a GPU
+    if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)) and \
+            not _noop_on_device(engine, insert, delete, boundary):  # small, on a GPU
         t = engine._twin
         why = ""
         if t is not None and algorithm is None and boundary is None and \

@@ -238,6 +238,39 @@ def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) ->
     assert len(copies) == 2 and r.relation("p").num_rows == 15 + 105
 
 
+
+def test_a_no_op_deletion_copies_no_state_to_the_twin(monkeypatch) -> None:
+    """A deletion of facts that are not explicit, while the host twin is not made yet or
+    is stale (after an update on the device), stays on the engine: no copy of the whole
+    state for an update that changes nothing; a real one then goes to the twin."""
+    from gpu_engine import Reasoner, twin
+
+    copies: list[str] = []
+    original = twin.state_to
+
+    def counted(st, be):
+        copies.append(be.name)
+        return original(st, be)
+
+    monkeypatch.setattr(twin, "state_to", counted)
+    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
+    r = Reasoner(".decl e(x:number, y:number)\n.decl p(x:number, y:number)\n"
+                 "p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n", device="cpu",
+                 counting=True)
+    r.add_facts("e", [(i, i + 1) for i in range(20)])
+    r.materialise()
+    st = r.update(delete={"e": [(0, 2), (7, 7)]})  # none of them explicit
+    assert st.deleted == 0 and "(host twin)" not in st.device and not copies
+    assert r.engine._twin is None and r.relation("p").num_rows == 210
+    st = r.update(delete={"e": [(3, 4)]})  # a real one: to the twin, one copy
+    assert st.device.endswith("(host twin)") and copies == ["cpu"]
+    r.update(delete={"e": [(5, 6)]}, algorithm="remat")  # the device's own path: stale twin
+    assert copies == ["cpu", "cpu"]
+    st = r.update(delete={"e": [(3, 4)], "p": [(0, 5)]})  # (deleted already; p derived)
+    assert st.deleted == 0 and "(host twin)" not in st.device and len(copies) == 2
+    assert r.relation("p").num_rows == 6 + 1 + 105  # chains 0-3, 4-5, 6-20
+
+
 COPYING = """
 .decl T(x: symbol, p: symbol, y: symbol)
 .decl R(x: symbol, y: symbol)

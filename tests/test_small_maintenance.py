@@ -11,6 +11,7 @@ result is judged by the reference evaluator (relations and counters recomputed).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 from generators import describe, engine_facts, programs, render_program
@@ -202,13 +203,10 @@ def test_scan_equals_general_evaluator(data) -> None:
             assert [tuple(int(c[i]) for c in o.rows.cols) for i in range(o.n)] == listed
 
 
-def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) -> None:
-    """Consecutive small updates on the host twin copy the state to the host once and
-    never back to the device until the device is needed (a materialisation): before, the
-    update's first line read ``engine.store`` and so copied every counter array back; saving
-    to a store read ``engine.state`` likewise."""
-    from gpu_engine.host.store import open_store, save_store
-
+def _chain_with_counted_copies(monkeypatch) -> tuple[Any, list[str]]:
+    """A TC over the chain 0..20, materialised with counters, small updates on a host
+    twin (``always``, on the CPU), and the list of the whole-state copies
+    (``twin.state_to``: the backend each went to) made from then on."""
     from gpu_engine import Reasoner, twin
 
     copies: list[str] = []
@@ -225,6 +223,17 @@ def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) ->
                  counting=True)
     r.add_facts("e", [(i, i + 1) for i in range(20)])
     r.materialise()
+    return r, copies
+
+
+def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) -> None:
+    """Consecutive small updates on the host twin copy the state to the host once and
+    never back to the device until the device is needed (a materialisation): before, the
+    update's first line read ``engine.store`` and so copied every counter array back; saving
+    to a store read ``engine.state`` likewise."""
+    from gpu_engine.host.store import open_store, save_store
+
+    r, copies = _chain_with_counted_copies(monkeypatch)
     for k in range(3):
         r.update(delete={"e": [(k, k + 1)]}, algorithm="dredc")
         r.update(insert={"e": [(k, k + 1)]}, algorithm="dredc")
@@ -238,27 +247,11 @@ def test_host_twin_updates_leave_the_device_copy_alone(monkeypatch, tmp_path) ->
     assert len(copies) == 2 and r.relation("p").num_rows == 15 + 105
 
 
-
 def test_a_no_op_deletion_copies_no_state_to_the_twin(monkeypatch) -> None:
     """A deletion of facts that are not explicit, while the host twin is not made yet or
     is stale (after an update on the device), stays on the engine: no copy of the whole
     state for an update that changes nothing; a real one then goes to the twin."""
-    from gpu_engine import Reasoner, twin
-
-    copies: list[str] = []
-    original = twin.state_to
-
-    def counted(st, be):
-        copies.append(be.name)
-        return original(st, be)
-
-    monkeypatch.setattr(twin, "state_to", counted)
-    monkeypatch.setenv("GPU_ENGINE_HOST_UPDATES", "always")
-    r = Reasoner(".decl e(x:number, y:number)\n.decl p(x:number, y:number)\n"
-                 "p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n", device="cpu",
-                 counting=True)
-    r.add_facts("e", [(i, i + 1) for i in range(20)])
-    r.materialise()
+    r, copies = _chain_with_counted_copies(monkeypatch)
     st = r.update(delete={"e": [(0, 2), (7, 7)]})  # none of them explicit
     assert st.deleted == 0 and "(host twin)" not in st.device and not copies
     assert r.engine._twin is None and r.relation("p").num_rows == 210

@@ -96,16 +96,17 @@ def _present(engine: Any, delete: Encoded) -> int:
                if n in rows and len(rows[n]))
 
 
-def _noop_on_device(engine: Any, insert: Encoded, delete: Encoded, boundary: Any) -> bool:
-    """Whether a GPU engine keeps a deletion that removes no explicit fact to itself
-    rather than send it to a host twin that would first copy the whole state over (the
-    twin is stale after the device rematerialised, or not made yet): the device then
-    returns at once (no round)."""
+def _stale_present(engine: Any, insert: Encoded, delete: Encoded, boundary: Any
+                   ) -> int | None:
+    """|E⁻ ∩ E| of a deletion on a GPU engine whose host twin is stale (the device
+    rematerialised) or not made yet, where the twin would first copy the whole state over;
+    None (not counted) otherwise.  A deletion that removes no explicit fact then stays on
+    the device, which returns at once (no round)."""
     t = engine._twin
     if boundary is not None or (t is not None and t.host_current) or \
             any(n for _, n in insert.values()):
-        return False
-    return _present(engine, delete) == 0
+        return None
+    return _present(engine, delete)
 
 
 def default_algorithm(engine: Any) -> str:
@@ -141,12 +142,13 @@ def apply_update(engine: Any, insert: Encoded, delete: Encoded,
     if alg != "remat" and any(s.lookups for s in engine.strata):
         alg = "remat"  # aggregates inside recursion: REMAT_NOTE (every algorithm)
     if twin.wanted(engine, insert, delete, alg, _NEEDS.get(alg, 0)) and \
-            not _noop_on_device(engine, insert, delete, boundary):  # small, on a GPU
+            (present := _stale_present(engine, insert, delete, boundary)) != 0:  # small, GPU
         t = engine._twin
         why = ""
         if t is not None and algorithm is None and boundary is None and \
                 give_up.skips(t.host.default_gave_up, alg, sum(n for _, n in delete.values()))[0]:
-            why = _lately(t.host, alg, _present(engine, delete))  # (a no-op deletion tries)
+            # counted by the facts it removes (a no-op deletion tries), once
+            why = _lately(t.host, alg, _present(engine, delete) if present is None else present)
         try:
             if why:  # (nothing copied to the host for an attempt that would stop)
                 raise twin.RematOnDevice(f"{_REMAT[_LEAVES[alg]]}: {alg} {why}")

@@ -11,7 +11,10 @@ counts per rule and, when counting, the same multiplicities logged for the count
 
 A plan is fixed when the path is entered: Δ first, then greedily the atom connected to
 what is bound with the fewest rows (the array path's order), keys probed in position
-order, filters as soon as their variables are bound.  Features the interpreter does not
+order, filters as soon as their variables are bound.  A part of a body that shares no
+variable with Δ or the head and reads only lower strata (``a(x) :- b(x), c(y), d(y)``
+with Δ at ``b``) is counted once at entry instead of enumerated per instance: each head
+row the rest derives stands for that many derivations (:func:`independent_parts`).  Features the interpreter does not
 have (float or symbol order comparisons, string and bitwise functors, functors inside
 body atoms, ranked keys wider than 63 bits, nullary stratum relations) make
 :func:`small_plan` return None, and the stratum keeps the array path.  On the GPU the
@@ -21,6 +24,7 @@ as long as one entry copies at most ``HOST_COPY_LIMIT`` elements.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -150,6 +154,8 @@ class _Tables:
         self.L: list[list[int]] = []
         self.F: list[list[int]] = []
         self.V: list[list[int]] = []
+        self.VC: list[list[int]] = []  # independent parts, counted once at entry
+        self.factors: list[list[int]] = []  # per V row: its independent parts (VC rows)
         self.code: list[int] = []
         self.HD: list[list[int]] = []
         self._hd: dict[tuple[int, tuple[int, ...]], int] = {}
@@ -263,15 +269,72 @@ def _plan_variant(t: _Tables, rule: Rule, p: int, roles: tuple[Role, ...], atoms
                   rel_id: dict[str, int], base: dict[str, RunSet], lower: dict[str, RunSet],
                   sizes: dict[str, int], rule_id: int) -> bool:
     """Encode the variant of ``rule`` with Δ at body atom ``p`` and the atoms' versions
-    ``roles`` (``plan.delta_variants``); False: not encodable."""
+    ``roles`` (``plan.delta_variants``); False: not encodable.  Parts of the body
+    independent of Δ and of the head (:func:`independent_parts`) are encoded apart, as
+    counts (``t.VC``), and multiply the variant's derivations (``V_MULT``)."""
+    parts = independent_parts(rule, atoms[p], rel_id.__contains__)
+    apart = {id(lit) for part in parts for lit in part}
+    try:
+        factors = [_plan_count(t, part, rel_id, lower, sizes) for part in parts]
+        keep = [i for i, a in enumerate(atoms) if id(a) not in apart]
+        sub = [atoms[i] for i in keep]
+        order = [keep[j] for j in join_order(sub, keep.index(p), sizes)]
+        seq = [(atoms[i], 0 if i == p else 1 if atoms[i].relation in rel_id else 2,
+                0 if roles[i] is Role.OLD else 1) for i in order]
+        filters = [lit for lit in rule.body if not isinstance(lit, Atom) and id(lit) not in apart]
+        vrow, levels, regs, bound = _encode_body(t, seq, filters, rel_id, base, lower)
+        vrow[K.V_RULE] = rule_id
+        vrow[K.V_HREL] = rel_id[rule.head.relation]
+        vrow[K.V_HN] = len(rule.head.args)
+        vrow[K.V_DREL] = rel_id[atoms[p].relation]
+        for j, arg in enumerate(rule.head.args):
+            if not term_vars(arg) <= bound:
+                return False
+            vrow[K.V_HC + 2 * j], vrow[K.V_HC + 2 * j + 1] = t.expr(arg, regs)
+        if len(regs) > K.MAXV:
+            return False
+    except _NotEncodable:
+        return False
+    vrow[K.V_L0] = len(t.L)
+    t.L.extend(levels)
+    t.factors.append(factors)
+    t.V.append(vrow)
+    return True
+
+
+def _plan_count(t: _Tables, part: list[Any], rel_id: dict[str, int],
+                lower: dict[str, RunSet], sizes: dict[str, int]) -> int:
+    """Encode an independent part (atoms of lower strata and their filters) as a variant
+    whose instances :func:`kernels.small_path.count_instances` counts; its index in
+    ``t.VC``."""
+    atoms = [lit for lit in part if isinstance(lit, Atom)]
+    first = min(range(len(atoms)), key=lambda i: (sizes[atoms[i].relation], i))
+    seq = [(atoms[i], 2, 1) for i in join_order(atoms, first, sizes)]
+    filters = [lit for lit in part if not isinstance(lit, Atom)]
+    vrow, levels, regs, _ = _encode_body(t, seq, filters, rel_id, {}, lower)
+    if len(regs) > K.MAXV:
+        raise _NotEncodable
+    vrow[K.V_L0] = len(t.L)
+    t.L.extend(levels)
+    t.VC.append(vrow)
+    return len(t.VC) - 1
+
+
+def _encode_body(t: _Tables, seq: list[tuple[Atom, int, int]], filters: list[Any],
+                 rel_id: dict[str, int], base: dict[str, RunSet], lower: dict[str, RunSet]
+                 ) -> tuple[list[int], list[list[int]], dict[str, int], set[str]]:
+    """The levels of the atoms ``seq`` (atom, level kind, version), in that order, with
+    each filter placed as soon as its variables are bound: (variant row with its first
+    filters and level count, levels, registers, bound variables).  Raises
+    :class:`_NotEncodable`."""
     regs: dict[str, int] = {}
+    filters = list(filters)
 
     def reg(v: str) -> int:
         if v not in regs:
             regs[v] = len(regs)
         return regs[v]
 
-    filters: list[Any] = [lit for lit in rule.body if not isinstance(lit, Atom)]
     bound: set[str] = set()
 
     def ready() -> list[list[int]]:
@@ -291,82 +354,104 @@ def _plan_variant(t: _Tables, rule: Rule, p: int, roles: tuple[Role, ...], atoms
                 changed = True
         return out
 
-    order = join_order(atoms, p, sizes)
-    try:
+    vrow = [0] * K.V_WIDTH
+    vrow[K.V_MULT] = 1
+    f0 = len(t.F)
+    t.F.extend(ready())
+    vrow[K.V_F0], vrow[K.V_NF] = f0, len(t.F) - f0
+    levels: list[list[int]] = []
+    for a, kind, ver in seq:
+        row = [0] * K.L_WIDTH
+        key_pos, keyreg, consts, equal, binds = [], [], [], [], []
+        first: dict[str, int] = {}
+        for q, arg in enumerate(a.args):
+            if isinstance(arg, Const):
+                consts.append((q, const_value(arg, t.symbols)))
+            elif arg.name in bound:
+                key_pos.append(q)
+                keyreg.append(reg(arg.name))
+            elif arg.name in first:
+                equal.append((first[arg.name], q))
+            else:
+                first[arg.name] = q
+                binds.append((q, reg(arg.name)))
+        row[K.L_KIND] = kind
+        row[K.L_VER] = ver
+        row[K.L_REL] = rel_id.get(a.relation, -1)
+        row[K.L_NKEY] = len(key_pos)
+        for j, (q, r) in enumerate(zip(key_pos, keyreg)):
+            row[K.L_KEYPOS + j], row[K.L_KEYREG + j] = q, r
+        row[K.L_NBIND] = len(binds)
+        for j, (q, r) in enumerate(binds):
+            row[K.L_BINDPOS + j], row[K.L_BINDREG + j] = q, r
+        row[K.L_NCONST] = len(consts)
+        for j, (q, v) in enumerate(consts):
+            row[K.L_CONSTPOS + j], row[K.L_CONSTVAL + j] = q, v
+        row[K.L_NEQ] = len(equal)
+        for j, (x, y) in enumerate(equal):
+            row[K.L_EQA + j], row[K.L_EQB + j] = x, y
+        if kind == 1:
+            row[K.L_HASH] = t.hash_def(rel_id[a.relation], tuple(key_pos))
+        if kind in (1, 2):
+            src = base[a.relation] if kind == 1 else lower[a.relation]
+            ents = t.runs_index(src, tuple(key_pos), tuple(consts), tuple(equal))
+            if ents is None:
+                raise _NotEncodable
+            row[K.L_IX0], row[K.L_NIX] = ents
+        bound |= set(first)
         f0 = len(t.F)
         t.F.extend(ready())
-        vrow = [0] * K.V_WIDTH
-        vrow[K.V_RULE] = rule_id
-        vrow[K.V_F0], vrow[K.V_NF] = f0, len(t.F) - f0
-        levels: list[list[int]] = []
-        for i in order:
-            a = atoms[i]
-            row = [0] * K.L_WIDTH
-            key_pos, keyreg, consts, equal, binds = [], [], [], [], []
-            first: dict[str, int] = {}
-            for q, arg in enumerate(a.args):
-                if isinstance(arg, Const):
-                    consts.append((q, const_value(arg, t.symbols)))
-                elif arg.name in bound:
-                    key_pos.append(q)
-                    keyreg.append(reg(arg.name))
-                elif arg.name in first:
-                    equal.append((first[arg.name], q))
-                else:
-                    first[arg.name] = q
-                    binds.append((q, reg(arg.name)))
-            in_s = a.relation in rel_id
-            if i == p:
-                row[K.L_KIND] = 0
-            elif in_s:
-                row[K.L_KIND] = 1
-                row[K.L_VER] = 0 if roles[i] is Role.OLD else 1
+        row[K.L_F0], row[K.L_NF] = f0, len(t.F) - f0
+        levels.append(row)
+    if filters:
+        raise _NotEncodable
+    vrow[K.V_NLEV] = len(levels)
+    return vrow, levels, regs, bound
+
+
+def independent_parts(rule: Rule, delta: Atom, in_stratum: Any) -> list[list[Any]]:
+    """The parts of ``rule``'s body that share no variable, directly or through other
+    literals, with the Δ atom ``delta`` or the head, and whose atoms all belong to lower
+    strata: each part's instances are the same in every round, so it is evaluated once,
+    as a count, not once per instance of the rest (Soufflé's ``independent_body``
+    cases).  A part is a connected component of the body's literals (atoms, negations,
+    comparisons) linked by shared variables; each holds at least one atom."""
+    body = list(rule.body)
+    parent = list(range(len(body)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, lit in enumerate(body):
+        for v in _literal_vars(lit):
+            if v in owner:
+                parent[root(i)] = root(owner[v])
             else:
-                row[K.L_KIND] = 2
-            row[K.L_REL] = rel_id.get(a.relation, -1)
-            row[K.L_NKEY] = len(key_pos)
-            for j, (q, r) in enumerate(zip(key_pos, keyreg)):
-                row[K.L_KEYPOS + j], row[K.L_KEYREG + j] = q, r
-            row[K.L_NBIND] = len(binds)
-            for j, (q, r) in enumerate(binds):
-                row[K.L_BINDPOS + j], row[K.L_BINDREG + j] = q, r
-            row[K.L_NCONST] = len(consts)
-            for j, (q, v) in enumerate(consts):
-                row[K.L_CONSTPOS + j], row[K.L_CONSTVAL + j] = q, v
-            row[K.L_NEQ] = len(equal)
-            for j, (x, y) in enumerate(equal):
-                row[K.L_EQA + j], row[K.L_EQB + j] = x, y
-            if row[K.L_KIND] == 1:
-                row[K.L_HASH] = t.hash_def(rel_id[a.relation], tuple(key_pos))
-            if row[K.L_KIND] in (1, 2):
-                src = base[a.relation] if in_s else lower[a.relation]
-                ents = t.runs_index(src, tuple(key_pos), tuple(consts), tuple(equal))
-                if ents is None:
-                    return False
-                row[K.L_IX0], row[K.L_NIX] = ents
-            bound |= set(first)
-            f0 = len(t.F)
-            t.F.extend(ready())
-            row[K.L_F0], row[K.L_NF] = f0, len(t.F) - f0
-            levels.append(row)
-        if filters:
-            return False
-        vrow[K.V_NLEV] = len(levels)
-        vrow[K.V_L0] = len(t.L)
-        vrow[K.V_HREL] = rel_id[rule.head.relation]
-        vrow[K.V_HN] = len(rule.head.args)
-        vrow[K.V_DREL] = rel_id[atoms[p].relation]
-        for j, arg in enumerate(rule.head.args):
-            if not term_vars(arg) <= bound:
-                return False
-            vrow[K.V_HC + 2 * j], vrow[K.V_HC + 2 * j + 1] = t.expr(arg, regs)
-        if len(regs) > K.MAXV:
-            return False
-        t.L.extend(levels)
-        t.V.append(vrow)
-        return True
-    except _NotEncodable:
-        return False
+                owner[v] = i
+    head = set().union(*(term_vars(a) for a in rule.head.args))
+    dependent = {root(i) for i, lit in enumerate(body)
+                 if lit is delta or _literal_vars(lit) & head}
+    groups: dict[int, list[Any]] = {}
+    for i, lit in enumerate(body):
+        groups.setdefault(root(i), []).append(lit)
+    return [lits for r, lits in groups.items()
+            if r not in dependent
+            and any(isinstance(lit, Atom) for lit in lits)
+            and not any(isinstance(lit, Atom) and in_stratum(lit.relation) for lit in lits)]
+
+
+def _literal_vars(lit: Any) -> set[str]:
+    """The variables a body literal shares with the rest of the rule (a negation's
+    anonymous variables are its own)."""
+    if isinstance(lit, Atom):
+        return {a.name for a in lit.args if isinstance(a, Var)}
+    if isinstance(lit, Negation):
+        return {a.name for a in lit.atom.args if isinstance(a, Var) and not a.anonymous}
+    return term_vars(lit.left) | term_vars(lit.right)
 
 
 def join_order(atoms: list[Atom], first: int, sizes: dict[str, int]) -> list[int]:
@@ -496,6 +581,8 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
     V = t.finish(t.V, K.V_WIDTH)
     HD = t.finish(t.HD, K.HD_WIDTH)
     code = np.asarray(t.code or [0], dtype=np.int64)
+    if not _multiply(t, A, IX, L, F, V, code):
+        return None
     # N: the initial Δ (tag 0)
     d_rows = [(i, delta[r].compact()) for r, i in rel_id.items() if len(delta[r])]
     n0 = sum(len(rs) for _, rs in d_rows)
@@ -514,12 +601,13 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
     K.rebuild_hashes(HD, N["head"], N["next"], N["vals"], N["rel"], N["new"], at, full_hash)
     ovals = np.empty((OUT_ROWS, sp.maxar), dtype=np.int64)
     orel = np.empty(OUT_ROWS, dtype=np.int64)
+    omul = np.empty(OUT_ROWS, dtype=np.int64)
     rder = np.zeros(len(rules), dtype=np.int64)
     reval = np.zeros(len(rules), dtype=np.int64)
     while True:
         status = K.run_rounds(A, IX, L, F, V, code, HD, N["head"], N["next"], M, full_hash,
                               N["vals"], N["rel"], N["tag"], N["new"], N["cnt"], st, ovals,
-                              orel, rder, reval, int(bool(counting)), LEAVE_DELTA,
+                              orel, omul, rder, reval, int(bool(counting)), LEAVE_DELTA,
                               ROUND_SLICE)
         if status == K.FULL:
             N = _grow(N, int(st[K.ST_COUNT]), len(t.HD), HD, full_hash)
@@ -530,6 +618,23 @@ def run_small(sp: SmallPlan, store: dict[str, RunSet], prev: dict[str, RunSet],
             continue
         break
     return _result(sp, store, prev, delta, N, st, status, rder, reval, counting, be)
+
+
+def _multiply(t: _Tables, A: np.ndarray, IX: np.ndarray, L: np.ndarray, F: np.ndarray,
+              V: np.ndarray, code: np.ndarray) -> bool:
+    """Count each independent part once (the lower strata do not change while the path
+    runs) and set each variant's multiplicity to the product of its parts' counts;
+    False when a product would not fit a counter."""
+    if not t.VC:
+        return True
+    VC = t.finish(t.VC, K.V_WIDTH)
+    counts = [int(K.count_instances(A, IX, L, F, VC, code, j)) for j in range(len(VC))]
+    for v, parts in enumerate(t.factors):
+        mult = math.prod(counts[j] for j in parts)
+        if mult >= 1 << 62:
+            return False
+        V[v, K.V_MULT] = mult
+    return True
 
 
 def _alloc(cap: int, width: int, nhash: int) -> dict[str, np.ndarray]:

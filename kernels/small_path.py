@@ -14,7 +14,9 @@ columns the plans probe.  With the round t being evaluated, the versions of a st
 relation are ``base ∪ N[tag < t]`` (``I \\ Δ``), ``base ∪ N[tag ≤ t]`` (``I``) and
 ``N[tag = t]`` (Δ), exactly the versions of the exact delta variants.
 
-A round appends its head rows to an output buffer; only when the round is complete are
+A variant may carry a multiplicity (``V_MULT``): the instances of the parts of its body
+that it does not enumerate, counted once by :func:`count_instances`; each head row stands
+for that many derivations.  A round appends its head rows to an output buffer; only when the round is complete are
 they deduplicated against the base runs and N and inserted with tag ``t + 1`` (derivation
 counts added per fact when counting).  A round whose outputs overflow the buffer, or that
 would overflow N, returns before inserting anything, so the caller can grow N or evaluate
@@ -69,8 +71,10 @@ F_WIDTH = F_KEYREG + MAXK
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = range(6)
 
 # --- variants (V): one delta variant of one rule ---------------------------------------
-V_RULE, V_NLEV, V_L0, V_HREL, V_HN, V_DREL, V_F0, V_NF = range(8)
-V_HC = 8  # head argument i: code[V_HC+2i : V_HC+2i+1]
+V_RULE, V_NLEV, V_L0, V_HREL, V_HN, V_DREL, V_F0, V_NF, V_MULT = range(9)
+# V_MULT: instances of the rule's independent parts per instance of the levels (each
+# head row stands for that many derivations; 0: the variant derives nothing)
+V_HC = 9  # head argument i: code[V_HC+2i : V_HC+2i+1]
 V_WIDTH = V_HC + 2 * MAXK
 
 # --- hash index definitions (HD) over N ------------------------------------------------
@@ -313,9 +317,11 @@ if AVAILABLE:
 
     @njit(cache=CACHE, nogil=True)
     def _variant(A, IX, L, F, V, code, HD, hhead, hnext, nvals, nrel, ntag, nnew, st,
-                 ovals, orel, v, t):
-        """All instances of variant ``v`` in round ``t``, appended to the output buffer;
-        returns the number of instances, or -1 when the buffer overflowed."""
+                 ovals, orel, omul, v, t, count_only):
+        """All instances of variant ``v`` in round ``t``, appended to the output buffer
+        (each row with the variant's multiplicity ``V_MULT``); returns the number of
+        derivations, or -1 when the buffer overflowed.  With ``count_only`` nothing is
+        appended: the instances are counted (an independent part, :func:`count_instances`)."""
         nlev = V[v, V_NLEV]
         l0 = V[v, V_L0]
         regs = np.zeros(MAXV, dtype=np.int64)
@@ -332,6 +338,7 @@ if AVAILABLE:
         ocap = ovals.shape[0]
         hrel = V[v, V_HREL]
         hn = V[v, V_HN]
+        mult = V[v, V_MULT]
         made = 0
         lv = 0
         fresh = True
@@ -430,6 +437,9 @@ if AVAILABLE:
                 fresh = True
                 continue
             # emit the head
+            if count_only:
+                made += 1
+                continue
             k = st[ST_NOUT]
             if k >= ocap:
                 return -1
@@ -443,14 +453,25 @@ if AVAILABLE:
                 ovals[k, i] = val
             if ok:
                 orel[k] = hrel
+                omul[k] = mult
                 st[ST_NOUT] = k + 1
-                made += 1
+                made += mult
         return made
 
     @njit(cache=CACHE, nogil=True)
+    def count_instances(A, IX, L, F, VC, code, v):
+        """The instances of the levels of ``VC[v]`` (atoms of lower strata only): how
+        many derivations each instance of a variant's other atoms stands for."""
+        z2 = np.zeros((1, 1), dtype=np.int64)
+        z1 = np.zeros(1, dtype=np.int64)
+        st = np.zeros(ST_WIDTH, dtype=np.int64)
+        return _variant(A, IX, L, F, VC, code, z2, z2, z2, z2, z1, z1, z1, st, z2, z1, z1,
+                        v, 0, 1)
+
+    @njit(cache=CACHE, nogil=True)
     def run_rounds(A, IX, L, F, V, code, HD, hhead, hnext, M, full_hash, nvals, nrel,
-                   ntag, nnew, ncnt, st, ovals, orel, rder, reval, counting, delta_max,
-                   max_rounds):
+                   ntag, nnew, ncnt, st, ovals, orel, omul, rder, reval, counting,
+                   delta_max, max_rounds):
         """Seminaive rounds from round ``st[ST_ROUND]`` until a status (module doc)."""
         nrules = rder.shape[0]
         nrels = M.shape[0]
@@ -476,12 +497,14 @@ if AVAILABLE:
             for v in range(V.shape[0]):
                 if dcount[V[v, V_DREL]] == 0:
                     continue
+                evals[V[v, V_RULE]] += 1
+                if V[v, V_MULT] == 0:  # an independent part without instances
+                    continue
                 made = _variant(A, IX, L, F, V, code, HD, hhead, hnext, nvals, nrel, ntag,
-                                nnew, st, ovals, orel, v, t)
+                                nnew, st, ovals, orel, omul, v, t, 0)
                 if made < 0:
                     return OVERFLOW
                 tally[V[v, V_RULE]] += made
-                evals[V[v, V_RULE]] += 1
             nout = st[ST_NOUT]
             if st[ST_COUNT] + nout > ncap:
                 return FULL
@@ -497,7 +520,7 @@ if AVAILABLE:
                 k = HD[fh, HD_NKEY]
                 j = _find(HD, hhead, hnext, nvals, fh, vals, k)
                 if j >= 0:
-                    ncnt[j] += counting
+                    ncnt[j] += counting * omul[i]
                     continue
                 in_base = _in_base(A, IX, M, r, vals, k)
                 if in_base and counting == 0:
@@ -506,7 +529,7 @@ if AVAILABLE:
                     nvals[count, c] = vals[c]
                 nrel[count] = r
                 ntag[count] = t + 1
-                ncnt[count] = counting
+                ncnt[count] = counting * omul[i]
                 if in_base:
                     nnew[count] = 0
                     hash_insert(HD, hhead, hnext, nvals, fh, count)

@@ -125,3 +125,100 @@ def test_a_short_stratum_does_not_load_the_compiled_path(monkeypatch) -> None:
     assert r.relation_sizes()["a"] == 201 and SR._entered
     assert 0 < sum(s.small_rounds for s in stats.strata) < sum(s.iterations
                                                               for s in stats.strata)
+
+
+def test_independent_parts() -> None:
+    """The parts of a body that share no variable with Δ or the head, and read only lower
+    strata, are found as whole components (linked through comparisons and negations, not
+    through a negation's anonymous variables)."""
+    from gpu_engine.ir import Atom, Negation
+    from host.lang.parser import parse_program
+
+    prog = parse_program("""
+    .decl b(x:number)
+    .decl c(x:number)
+    .decl d(x:number)
+    .decl e(x:number, y:number)
+    .decl a(x:number)
+    a(x) :- b(x), c(y), d(z), y < z, !e(z, _), e(1, 2), a(w), c(w), !e(_, w).
+    """).program
+    rule = next(r for r in prog.rules if r.head.relation == "a")
+    atoms = [lit for lit in rule.body if isinstance(lit, Atom)]
+    b_atom = next(a for a in atoms if a.relation == "b")
+    a_atom = next(a for a in atoms if a.relation == "a")
+
+    def shown(parts: list) -> list[list[str]]:
+        def name(lit) -> str:
+            if isinstance(lit, Atom):
+                return lit.relation
+            return "!" + lit.atom.relation if isinstance(lit, Negation) else "<"
+        return sorted(sorted(name(lit) for lit in part) for part in parts)
+
+    in_stratum = {"a", "b"}.__contains__
+    # c(y), d(z), y < z, !e(z, _) are one part and e(1, 2) another; a(w), c(w), !e(_, w)
+    # reads the stratum's a
+    assert shown(SR.independent_parts(rule, b_atom, in_stratum)) == [
+        ["!e", "<", "c", "d"], ["e"]]
+    # with Δ at a(w), b(x) carries the head: the same two parts
+    assert shown(SR.independent_parts(rule, a_atom, in_stratum)) == [
+        ["!e", "<", "c", "d"], ["e"]]
+    # when c is in the stratum, the first part is evaluated per instance
+    assert shown(SR.independent_parts(rule, b_atom, {"a", "b", "c"}.__contains__)) == [
+        ["e"]]
+
+
+INDEPENDENT = """
+.decl a(x:number)
+.decl b(x:number)
+b(0).
+b(x+1) :- a(x), x < 40.
+.decl c(x:number)
+.decl d(x:number)
+.decl f(x:number)
+.decl g(x:number, y:number)
+c(0). c(2). c(4). c(6). c(9).
+d(0). d(3). d(6). d(9).
+f(7).
+g(1, 2). g(2, 2). g(3, 5).
+BODY
+"""
+
+BODIES = {
+    "join": "a(x) :- b(x), c(y), d(y).",
+    "empty": "a(x) :- b(x), c(y), d(y), y > 100.\na(x) :- b(x), x < 3.",
+    "filters": "a(x) :- b(x), c(y), d(z), y < z, !f(z), g(_, v), v > 1.",
+    "constant atom": "a(x) :- b(x), g(1, 2), c(y).\na(x) :- b(x), g(1, 3).\n"
+                     "a(x) :- b(x), x < 2.",
+    "two parts, two Δ": "a(x) :- b(x), c(y), d(z), a(w), w < 3.\n"
+                        "a(x) :- b(x), x < 1.",
+}
+
+
+@pytest.mark.parametrize("counting", [False, True])
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_independent_parts_equal_the_array_path(name: str, counting: bool, monkeypatch,
+                                                device: str) -> None:
+    """Rules whose bodies hold parts independent of Δ and of the head (evaluated once, as
+    counts): the same facts, derivations per rule and counters as the array path."""
+    from gpu_engine import Reasoner
+
+    out = []
+    counted = []
+    count_instances = SR.K.count_instances
+    monkeypatch.setattr(SR, "WARM_ROUNDS", 0)
+    monkeypatch.setattr(SR.K, "count_instances",
+                        lambda *a: counted.append(count_instances(*a)) or counted[-1])
+    for small in ("1", "0"):
+        monkeypatch.setenv("GPU_ENGINE_SMALL_PATH", small)
+        r = Reasoner(INDEPENDENT.replace("BODY", BODIES[name]), device=device,
+                     counting=counting, modules="off")
+        stats = r.materialise()
+        rels = {n: sorted(r.relation(n).to_pylist(), key=repr) for n in ("a", "b")}
+        per_rule = [(rs.rule, rs.derivations) for s in stats.strata for rs in s.rules]
+        counters = ({n: sorted(r.counters(n).to_pylist(), key=repr) for n in ("a", "b")}
+                    if counting else None)
+        out.append((rels, per_rule, counters, sum(s.small_rounds for s in stats.strata)))
+    (got, want) = out
+    assert got[:3] == want[:3]
+    assert got[3] > 0 and want[3] == 0
+    assert counted  # the parts were counted apart

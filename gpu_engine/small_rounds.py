@@ -14,12 +14,13 @@ what is bound with the fewest rows (the array path's order), keys probed in posi
 order, filters as soon as their variables are bound.  A part of a body that shares no
 variable with Δ or the head and reads only lower strata (``a(x) :- b(x), c(y), d(y)``
 with Δ at ``b``) is counted once at entry instead of enumerated per instance: each head
-row the rest derives stands for that many derivations (:func:`independent_parts`).  Features the interpreter does not
-have (float or symbol order comparisons, string and bitwise functors, functors inside
-body atoms, ranked keys wider than 63 bits, nullary stratum relations) make
-:func:`small_plan` return None, and the stratum keeps the array path.  On the GPU the
-path runs on the host over copies of the runs it reads (cached with each immutable run),
-as long as one entry copies at most ``HOST_COPY_LIMIT`` elements.
+row the rest derives stands for that many derivations (:func:`independent_parts`).
+
+Features the interpreter does not have (float or symbol order comparisons, string and
+bitwise functors, functors inside body atoms, ranked keys wider than 63 bits, nullary
+stratum relations) make :func:`small_plan` return None, and the stratum keeps the array
+path.  On the GPU the path runs on the host over copies of the runs it reads (cached with
+each immutable run), as long as one entry copies at most ``HOST_COPY_LIMIT`` elements.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ relation are ``base ∪ N[tag < t]`` (``I \\ Δ``), ``base ∪ N[tag ≤ t]`` (`
 
 A variant may carry a multiplicity (``V_MULT``): the instances of the parts of its body
 that it does not enumerate, counted once by :func:`count_instances`; each head row stands
-for that many derivations.  A round appends its head rows to an output buffer; only when the round is complete are
+for that many derivations.
+
+A round appends its head rows to an output buffer; only when the round is complete are
 they deduplicated against the base runs and N and inserted with tag ``t + 1`` (derivation
 counts added per fact when counting).  A round whose outputs overflow the buffer, or that
 would overflow N, returns before inserting anything, so the caller can grow N or evaluate

@@ -597,3 +597,30 @@ def test_annotations_are_ignored() -> None:
     assert where(err) == (2, 1) and "unterminated annotation" in err.message
     err = error_of('.decl e(x: number)\n@[a = "q"] e(1) :- .\n')
     assert where(err) == (2, 20)
+
+
+def test_parser_tables_are_cached_between_processes(tmp_path, monkeypatch) -> None:
+    """The analysed grammar is kept in the user's cache folder; a damaged cache file is
+    rebuilt, an unwritable folder or ``GPU_ENGINE_PARSER_CACHE=0`` means no cache."""
+    from gpu_engine.host.lang import parser as P
+
+    text = ".decl e(x:number)\ne(1).\n.output e"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    P._parser.cache_clear()
+    try:
+        path = Path(P._cache_file(P._GRAMMAR.read_text(encoding="utf-8")))
+        assert path.parent == tmp_path / "gpu-engine"
+        assert P.parse_program(text).program.facts["e"] == [(1,)]
+        assert path.is_file()
+        path.write_bytes(path.read_bytes()[:100])  # damaged: the digest line, then garbage
+        P._parser.cache_clear()
+        assert P.parse_program(text).program.facts["e"] == [(1,)]
+        monkeypatch.setenv("GPU_ENGINE_PARSER_CACHE", "0")
+        assert P._cache_file("g") is False
+        monkeypatch.delenv("GPU_ENGINE_PARSER_CACHE")
+        blocked = tmp_path / "file"
+        blocked.write_text("")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # not a folder
+        assert P._cache_file("g") is False
+    finally:
+        P._parser.cache_clear()

@@ -468,7 +468,7 @@ if AVAILABLE:
         z1 = np.zeros(1, dtype=np.int64)
         st = np.zeros(ST_WIDTH, dtype=np.int64)
         return _variant(A, IX, L, F, VC, code, z2, z2, z2, z2, z1, z1, z1, st, z2, z1, z1,
-                        v, 0, 1)
+                        v, np.int64(0), np.int64(1))
 
     @njit(cache=CACHE, nogil=True)
     def run_rounds(A, IX, L, F, V, code, HD, hhead, hnext, M, full_hash, nvals, nrel,
@@ -503,7 +503,7 @@ if AVAILABLE:
                 if V[v, V_MULT] == 0:  # an independent part without instances
                     continue
                 made = _variant(A, IX, L, F, V, code, HD, hhead, hnext, nvals, nrel, ntag,
-                                nnew, st, ovals, orel, omul, v, t, 0)
+                                nnew, st, ovals, orel, omul, v, t, np.int64(0))
                 if made < 0:
                     return OVERFLOW
                 tally[V[v, V_RULE]] += made

@@ -39,6 +39,7 @@ from .expr import const_value, term_vars
 from .ir import Atom, Compare, Const, Negation, Rule, SymbolTable, Term, Var
 from .plan import Role, delta_variants
 from .rowset import RowSet
+from .rule_plan import probe_of
 from .runs import RunSet
 from .stratify import Stratum
 
@@ -363,19 +364,8 @@ def _encode_body(t: _Tables, seq: list[tuple[Atom, int, int]], filters: list[Any
     levels: list[list[int]] = []
     for a, kind, ver in seq:
         row = [0] * K.L_WIDTH
-        key_pos, keyreg, consts, equal, binds = [], [], [], [], []
-        first: dict[str, int] = {}
-        for q, arg in enumerate(a.args):
-            if isinstance(arg, Const):
-                consts.append((q, const_value(arg, t.symbols)))
-            elif arg.name in bound:
-                key_pos.append(q)
-                keyreg.append(reg(arg.name))
-            elif arg.name in first:
-                equal.append((first[arg.name], q))
-            else:
-                first[arg.name] = q
-                binds.append((q, reg(arg.name)))
+        key_pos, keyreg, consts, equal, first = _atom_args(t, a, bound, regs)
+        binds = [(q, reg(v)) for v, q in first.items()]
         row[K.L_KIND] = kind
         row[K.L_VER] = ver
         row[K.L_REL] = rel_id.get(a.relation, -1)
@@ -427,15 +417,16 @@ def independent_parts(rule: Rule, delta: Atom, in_stratum: Any) -> list[list[Any
         return i
 
     owner: dict[str, int] = {}
-    for i, lit in enumerate(body):
-        for v in _literal_vars(lit):
+    shared = [_literal_vars(lit) for lit in body]
+    for i, vs in enumerate(shared):
+        for v in vs:
             if v in owner:
                 parent[root(i)] = root(owner[v])
             else:
                 owner[v] = i
     head = set().union(*(term_vars(a) for a in rule.head.args))
     dependent = {root(i) for i, lit in enumerate(body)
-                 if lit is delta or _literal_vars(lit) & head}
+                 if lit is delta or shared[i] & head}
     groups: dict[int, list[Any]] = {}
     for i, lit in enumerate(body):
         groups.setdefault(root(i), []).append(lit)
@@ -504,18 +495,7 @@ def _filter_row(t: _Tables, f: Any, bound: set[str], regs: dict[str, int], reg: 
         return None
     if atom.relation not in lower:
         return False
-    key_pos, keyreg, consts, equal = [], [], [], []
-    anon: dict[str, int] = {}
-    for q, arg in enumerate(atom.args):
-        if isinstance(arg, Const):
-            consts.append((q, const_value(arg, t.symbols)))
-        elif arg.name in bound:
-            key_pos.append(q)
-            keyreg.append(regs[arg.name])
-        elif arg.name in anon:
-            equal.append((anon[arg.name], q))
-        else:
-            anon[arg.name] = q
+    key_pos, keyreg, consts, equal, _ = _atom_args(t, atom, bound, regs)
     ents = t.runs_index(lower[atom.relation], tuple(key_pos), tuple(consts), tuple(equal))
     if ents is None:
         return False
@@ -525,6 +505,18 @@ def _filter_row(t: _Tables, f: Any, bound: set[str], regs: dict[str, int], reg: 
     for j, r in enumerate(keyreg):
         row[K.F_KEYREG + j] = r
     return row
+
+
+def _atom_args(t: _Tables, atom: Atom, bound: set[str], regs: dict[str, int]
+               ) -> tuple[list[int], list[int], list[tuple[int, int]], list[tuple[int, int]],
+                          dict[str, int]]:
+    """An atom's :func:`rule_plan.probe_of` in the interpreter's terms: the key positions
+    and their registers, the constants (position, encoded value), the repeated new
+    variables (first position, position) and the first position of each new variable."""
+    pr = probe_of(atom, frozenset(bound))
+    return (list(pr.key_pos), [regs[v.name] for v in pr.key_terms],
+            [(q, const_value(c, t.symbols)) for q, c in pr.consts], list(pr.equal),
+            dict(pr.new))
 
 
 @dataclass
